@@ -1,0 +1,78 @@
+//! The user's TOML config for scoring: which plugins, their own tables, limits.
+//!
+//! ```toml
+//! [rubric]
+//! plugin = "math-answer"          # a built-in name or a path to a .wasm
+//! config = { format_weight = 0.2, correct_weight = 0.8 }
+//!
+//! [aggregator]
+//! plugin = "weighted-sum"
+//!
+//! [limits]
+//! call_timeout_ms = 10000
+//! memory_mib = 256
+//!
+//! [scoring]
+//! batch_size = 64
+//! threads = 2
+//! ```
+//! Other top-level tables are left to other commands.
+
+use crate::runtime::Limits;
+use anyhow::{Context as _, Result};
+use serde::Deserialize;
+use std::path::Path;
+
+/// A plugin slot: which plugin, and its own config table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSlot {
+    pub plugin: String,
+    #[serde(default)]
+    pub config: toml::Table,
+}
+
+impl PluginSlot {
+    /// The plugin's table as the JSON object plugins receive.
+    pub fn config_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.config).unwrap_or_else(|_| serde_json::json!({}))
+    }
+}
+
+/// Batching and parallelism of `verifine score`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScoringOptions {
+    pub batch_size: usize,
+    /// Worker threads; 0 means one per core.
+    pub threads: usize,
+}
+
+impl Default for ScoringOptions {
+    fn default() -> Self {
+        ScoringOptions {
+            batch_size: 64,
+            threads: 0,
+        }
+    }
+}
+
+/// The parts of a config file that scoring reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ScoreConfig {
+    pub rubric: Option<PluginSlot>,
+    pub aggregator: Option<PluginSlot>,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub scoring: ScoringOptions,
+}
+
+impl ScoreConfig {
+    /// Reads a TOML file; errors name the file (and the line, from toml's message).
+    pub fn load(path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("invalid config {}", path.display()))
+    }
+}

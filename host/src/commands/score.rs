@@ -1,0 +1,240 @@
+//! `verifine score`: judge a JSONL dataset with a rubric plugin.
+
+use super::config::ScoreConfig;
+use crate::data::{id_string, read_jsonl, write_jsonl};
+use crate::runtime::{Criterion, Provenance, Runtime, Sample, SubScore, Verdict};
+use crate::scoring::{RewardFunction, ScoredSample, score_all};
+use crate::stats::bootstrap_mean_std;
+use anyhow::{Context as _, Result, anyhow, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Resamples for the bootstrap std of the dataset mean.
+pub const BOOTSTRAP_RESAMPLES: usize = 1000;
+
+/// Arguments of `verifine score`; flags override the config file.
+#[derive(Debug, Clone, Default)]
+pub struct ScoreArgs {
+    pub rubric: Option<String>,
+    pub aggregator: Option<String>,
+    pub config: Option<PathBuf>,
+    pub input: PathBuf,
+    pub output: PathBuf,
+    pub batch_size: Option<usize>,
+    pub threads: Option<usize>,
+    /// Show a progress bar (only drawn on a terminal).
+    pub progress: bool,
+}
+
+/// One input row.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputRow {
+    id: serde_json::Value,
+    prompt: String,
+    response: String,
+    #[serde(default)]
+    reference: Option<String>,
+    #[serde(default)]
+    context: Option<serde_json::Value>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+}
+
+/// One output row: the judgment, the total and where it came from.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OutputRow {
+    pub id: String,
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric_total: Option<f64>,
+    pub verdicts: Vec<Verdict>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_scores: Vec<SubScore>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria: Vec<Criterion>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    pub plugin: Provenance,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregator: Option<Provenance>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a scoring run produced, for the closing summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScoreSummary {
+    pub n: usize,
+    pub scored: usize,
+    pub errors: usize,
+    /// Judged, but the rubric defines no score (e.g. no positive rubric item).
+    pub undefined: usize,
+    pub mean: Option<f64>,
+    /// The dataset mean clipped to [0, 1] (HealthBench's reporting rule).
+    pub mean_clipped: Option<f64>,
+    /// Std of the mean over bootstrap resamples.
+    pub bootstrap_std: Option<f64>,
+    pub rubric: Provenance,
+    pub aggregator: Provenance,
+}
+
+impl std::fmt::Display for ScoreSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+        write!(
+            f,
+            "n={} scored={} errors={} undefined={} mean={} (clipped {}, bootstrap std {}) \
+             rubric={}@{} aggregator={}@{}",
+            self.n,
+            self.scored,
+            self.errors,
+            self.undefined,
+            num(self.mean),
+            num(self.mean_clipped),
+            num(self.bootstrap_std),
+            self.rubric.name,
+            self.rubric.version,
+            self.aggregator.name,
+            self.aggregator.version,
+        )
+    }
+}
+
+fn read_samples(path: &Path) -> Result<Vec<Sample>> {
+    let rows: Vec<InputRow> = read_jsonl(path)?;
+    let mut seen = std::collections::HashSet::new();
+    rows.into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let id = id_string(&row.id)
+                .ok_or_else(|| anyhow!("{}: row {}: id must be a string or number", path.display(), i + 1))?;
+            if !seen.insert(id.clone()) {
+                bail!("{}: row {}: duplicate id {id:?}", path.display(), i + 1);
+            }
+            Ok(Sample {
+                id,
+                prompt: row.prompt,
+                response: row.response,
+                reference: row.reference,
+                context: row.context.map_or_else(|| "{}".to_string(), |c| c.to_string()),
+                metadata: row.metadata.into_iter().collect(),
+            })
+        })
+        .collect()
+}
+
+/// Scores `args.input` into `args.output` (written atomically) and returns the summary.
+pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
+    let config = match &args.config {
+        Some(path) => ScoreConfig::load(path)?,
+        None => ScoreConfig::default(),
+    };
+    let rubric_slot = config.rubric.as_ref();
+    let rubric = args
+        .rubric
+        .clone()
+        .or_else(|| rubric_slot.map(|s| s.plugin.clone()))
+        .context("no rubric: pass --rubric NAME|PATH or set [rubric] plugin in the config")?;
+    let aggregator = args
+        .aggregator
+        .clone()
+        .or_else(|| config.aggregator.as_ref().map(|s| s.plugin.clone()));
+    let empty = serde_json::json!({});
+    let rubric_config = rubric_slot.map_or(empty.clone(), |s| s.config_json());
+    let aggregator_config = config.aggregator.as_ref().map_or(empty, |s| s.config_json());
+
+    let samples = read_samples(&args.input)?;
+    let runtime = Runtime::new(config.limits)?;
+    let function = RewardFunction::load(
+        &runtime,
+        &rubric,
+        &rubric_config,
+        aggregator.as_deref(),
+        &aggregator_config,
+    )?;
+
+    let threads = args.threads.unwrap_or(config.scoring.threads);
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        threads
+    };
+    let batch_size = args.batch_size.unwrap_or(config.scoring.batch_size);
+    let bar = if args.progress {
+        ProgressBar::new(samples.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} samples  {per_sec}  eta {eta}")
+            .expect("valid template"),
+    );
+    let scored = score_all(&function, &samples, batch_size, threads, &|n| bar.inc(n as u64))?;
+    bar.finish_and_clear();
+
+    let rubric_provenance = function.rubric.provenance();
+    let aggregator_provenance = function.aggregator.provenance();
+    let rows: Vec<OutputRow> = samples
+        .iter()
+        .zip(&scored)
+        .map(|(sample, s)| output_row(sample, s, &rubric_provenance, &aggregator_provenance))
+        .collect();
+    write_jsonl(&args.output, &rows)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    Ok(summarize(&scored, rubric_provenance, aggregator_provenance))
+}
+
+fn output_row(
+    sample: &Sample,
+    scored: &ScoredSample,
+    rubric: &Provenance,
+    aggregator: &Provenance,
+) -> OutputRow {
+    let judgment = scored.judgment.clone();
+    // Name the aggregator only when it produced the total.
+    let aggregated = judgment
+        .as_ref()
+        .is_some_and(|j| scored.rubric_total.is_some() || j.total.is_none())
+        && scored.error.is_none();
+    let (verdicts, sub_scores, criteria, explanation) = match judgment {
+        Some(j) => (j.verdicts, j.sub_scores, j.criteria, j.explanation),
+        None => Default::default(),
+    };
+    OutputRow {
+        id: sample.id.clone(),
+        total: scored.total,
+        rubric_total: scored.rubric_total,
+        verdicts,
+        sub_scores,
+        criteria,
+        explanation,
+        plugin: rubric.clone(),
+        aggregator: aggregated.then(|| aggregator.clone()),
+        error: scored.error.clone(),
+    }
+}
+
+fn summarize(scored: &[ScoredSample], rubric: Provenance, aggregator: Provenance) -> ScoreSummary {
+    let totals: Vec<f64> = scored.iter().filter_map(|s| s.total).collect();
+    let errors = scored.iter().filter(|s| s.error.is_some()).count();
+    let (mean, std) = if totals.is_empty() {
+        (None, None)
+    } else {
+        let (m, s) = bootstrap_mean_std(&totals, BOOTSTRAP_RESAMPLES, 0);
+        (Some(m), Some(s))
+    };
+    ScoreSummary {
+        n: scored.len(),
+        scored: totals.len(),
+        errors,
+        undefined: scored.len() - totals.len() - errors,
+        mean,
+        mean_clipped: mean.map(|m| m.clamp(0.0, 1.0)),
+        bootstrap_std: std,
+        rubric,
+        aggregator,
+    }
+}

@@ -1,0 +1,13 @@
+//! verifine: RL post-training whose verification logic — rubric judges,
+//! reward aggregation, curriculum filters, training triggers — runs as
+//! sandboxed, versioned WebAssembly components.
+//!
+//! Layers, top to bottom: [`commands`] (what the CLI runs) → [`scoring`]
+//! (batches through plugins) → [`runtime`] (the sandbox). [`data`] and
+//! [`stats`] are leaf utilities.
+
+pub mod commands;
+pub mod data;
+pub mod runtime;
+pub mod scoring;
+pub mod stats;

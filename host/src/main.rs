@@ -1,0 +1,174 @@
+//! The `verifine` command line.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use verifine::commands::{agree, plugin, score};
+use verifine::runtime::{Limits, Runtime};
+
+#[derive(Parser)]
+#[command(name = "verifine", version, about = "RL post-training with sandboxed, versioned verification plugins")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Judge a JSONL dataset with a rubric plugin.
+    Score {
+        /// Built-in name or path to a .wasm component.
+        #[arg(long)]
+        rubric: Option<String>,
+        /// Aggregator (built-in name or path); default: the rubric's own total, else weighted-sum.
+        #[arg(long)]
+        aggregator: Option<String>,
+        /// TOML config with [rubric], [aggregator], [limits] and [scoring] tables.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Rows {"id","prompt","response","reference"?,"context"?}.
+        #[arg(long)]
+        input: PathBuf,
+        /// Written atomically (temporary file, then rename).
+        #[arg(long)]
+        output: PathBuf,
+        #[arg(long)]
+        batch_size: Option<usize>,
+        /// Worker threads (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Also write the summary as JSON here.
+        #[arg(long)]
+        summary: Option<PathBuf>,
+    },
+    /// Agreement of predictions with gold labels, with 95% bootstrap intervals.
+    Agree {
+        #[arg(long)]
+        pred: PathBuf,
+        #[arg(long)]
+        gold: PathBuf,
+        #[arg(long, default_value = "total")]
+        pred_field: String,
+        #[arg(long, default_value = "label")]
+        gold_field: String,
+        /// Numbers ≥ threshold are positive labels.
+        #[arg(long)]
+        threshold: Option<f64>,
+        #[arg(long, default_value_t = 1000)]
+        resamples: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inspect and check plugins.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// The built-in plugins.
+    List,
+    /// Metadata, compatibility and (for rubrics) criteria of a plugin.
+    Inspect { plugin: String },
+    /// Load the plugin and make one harmless call; exit 1 on any problem.
+    Check { plugin: String },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Score {
+            rubric,
+            aggregator,
+            config,
+            input,
+            output,
+            batch_size,
+            threads,
+            summary,
+        } => {
+            let args = score::ScoreArgs {
+                rubric,
+                aggregator,
+                config,
+                input,
+                output,
+                batch_size,
+                threads,
+                progress: std::io::stderr().is_terminal(),
+            };
+            let result = score::score(&args)?;
+            println!("{result}");
+            if let Some(path) = summary {
+                verifine::data::write_atomically(&path, |w| {
+                    serde_json::to_writer_pretty(&mut *w, &result)?;
+                    Ok(())
+                })?;
+            }
+        }
+        Command::Agree {
+            pred,
+            gold,
+            pred_field,
+            gold_field,
+            threshold,
+            resamples,
+            seed,
+            json,
+        } => {
+            let args = agree::AgreeArgs {
+                pred_field,
+                gold_field,
+                threshold,
+                resamples,
+                seed,
+                ..agree::AgreeArgs::new(pred, gold)
+            };
+            let report = agree::agree(&args)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{report}");
+            }
+        }
+        Command::Plugin { command } => {
+            let runtime = Runtime::new(Limits::default())?;
+            match command {
+                PluginCommand::List => {
+                    for p in plugin::list(&runtime)? {
+                        println!("{:<22} {:<11} {:<8} {}", p.name, p.kind.to_string(), p.version, &p.sha256[..16]);
+                    }
+                }
+                PluginCommand::Inspect { plugin: spec } => {
+                    let inspection = plugin::inspect(&runtime, &spec)?;
+                    println!("{}", serde_json::to_string_pretty(&inspection)?);
+                }
+                PluginCommand::Check { plugin: spec } => println!("{}", plugin::check(&runtime, &spec)?),
+            }
+        }
+    }
+    Ok(())
+}

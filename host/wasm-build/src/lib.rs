@@ -1,0 +1,119 @@
+//! Compiles workspace crates to `wasm32-wasip2` components from a build script.
+//!
+//! The host embeds the built-in plugins and the tests use hostile plugins; both
+//! are ordinary workspace crates, built here by a nested `cargo build` into a
+//! target directory of their own (so the outer build's lock is never contended),
+//! the way wasmtime's `test-programs/artifacts` crate does it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The target plugins are compiled for.
+pub const TARGET: &str = "wasm32-wasip2";
+
+/// A compiled component: the package it came from and where the `.wasm` lies.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    pub package: String,
+    pub path: PathBuf,
+}
+
+/// Builds `packages` (workspace package names) in release mode for [`TARGET`]
+/// and returns their components, in the order given.
+///
+/// Panics with an actionable message when the target is missing and cannot be
+/// installed, or when cargo fails: a build script has no better way to report.
+pub fn build_components(workspace_root: &Path, packages: &[&str]) -> Vec<Artifact> {
+    ensure_target_installed();
+    let target_dir = workspace_root.join("target").join("wasm-plugins");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace_root)
+        .args(["build", "--release", "--target", TARGET])
+        .arg("--target-dir")
+        .arg(&target_dir);
+    for package in packages {
+        cmd.args(["-p", package]);
+    }
+    // Flags meant for the host build must not leak into the wasm build.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_PROFILE_RELEASE_DEBUG",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("could not run cargo to build plugins: {e}"));
+    assert!(
+        status.success(),
+        "building plugins for {TARGET} failed (see the cargo output above)"
+    );
+
+    packages
+        .iter()
+        .map(|package| {
+            let file = format!("{}.wasm", package.replace('-', "_"));
+            let path = target_dir.join(TARGET).join("release").join(file);
+            assert!(path.exists(), "cargo did not produce {}", path.display());
+            Artifact {
+                package: package.to_string(),
+                path,
+            }
+        })
+        .collect()
+}
+
+/// Tells cargo to rebuild when any of these sources change.
+pub fn rerun_if_changed(paths: &[PathBuf]) {
+    for path in paths {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+}
+
+/// Makes sure the toolchain has the wasm32-wasip2 standard library.
+///
+/// rustup 1.29 installs a target listed in `rust-toolchain.toml` only on
+/// `rustup toolchain install`, not on a plain `cargo` call, so we add it here.
+fn ensure_target_installed() {
+    if target_installed() {
+        return;
+    }
+    let toolchain = std::env::var("RUSTUP_TOOLCHAIN").ok();
+    let mut cmd = Command::new("rustup");
+    cmd.args(["target", "add", TARGET]);
+    if let Some(toolchain) = &toolchain {
+        cmd.args(["--toolchain", toolchain]);
+    }
+    let added = cmd.status().map(|s| s.success()).unwrap_or(false);
+    if !added || !target_installed() {
+        let toolchain_flag = toolchain
+            .map(|t| format!(" --toolchain {t}"))
+            .unwrap_or_default();
+        panic!(
+            "the {TARGET} target is not installed and `rustup target add` failed; \
+             run `rustup target add {TARGET}{toolchain_flag}` and build again"
+        );
+    }
+}
+
+fn target_installed() -> bool {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let Ok(output) = Command::new(rustc)
+        .args(["--print", "target-libdir", "--target", TARGET])
+        .output()
+    else {
+        return false;
+    };
+    let libdir = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    output.status.success()
+        && Path::new(&libdir)
+            .read_dir()
+            .map(|mut entries| entries.any(|e| e.is_ok()))
+            .unwrap_or(false)
+}

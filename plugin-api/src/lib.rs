@@ -1,0 +1,372 @@
+//! Guest SDK for verifine plugins.
+//!
+//! A plugin is a `cdylib` crate built for `wasm32-wasip2`. It implements one
+//! of four traits — [`Rubric`], [`Aggregator`], [`Curriculum`], [`Trigger`] —
+//! and registers it with [`export_plugin!`]:
+//!
+//! ```ignore
+//! use verifine_plugin_api::*;
+//!
+//! struct SaysPlease;
+//!
+//! impl Rubric for SaysPlease {
+//!     type Config = NoConfig;
+//!     fn describe() -> RubricInfo {
+//!         RubricInfo::new("says-please", env!("CARGO_PKG_VERSION"))
+//!             .criterion(Criterion::new("polite", "The response says please", 1.0))
+//!     }
+//!     fn judge(_: &NoConfig, _: &Context, sample: &Sample) -> Result<Judgment, String> {
+//!         let polite = sample.response.to_lowercase().contains("please");
+//!         Ok(Judgment::from_verdicts(vec![Verdict::met("polite", polite)]))
+//!     }
+//! }
+//!
+//! export_plugin!(rubric: SaysPlease);
+//! ```
+//!
+//! The generated WebAssembly bindings stay private; the types re-exported here
+//! are plain Rust structs with public fields. [`export_plugin!`] also stamps the
+//! contract version, the plugin kind and the crate's name and version into a
+//! custom section, which the host reads before it compiles anything.
+
+mod builders;
+mod host_calls;
+pub mod verdicts;
+
+pub use builders::NoConfig;
+pub use host_calls::{judge_model, log};
+
+/// The contract version this SDK was built against (`verifine:plugin@API_VERSION`).
+pub const API_VERSION: &str = "0.1.0";
+
+/// Name of the custom section holding a plugin's metadata.
+pub const METADATA_SECTION: &str = "verifine-plugin";
+
+pub use __private::rubric::verifine::plugin::host::{LogLevel, ModelQuery};
+pub use __private::rubric::verifine::plugin::types::{
+    Candidate, Context, Criterion, CurriculumDecision, DimensionHistory, Judgment, MonitorPoint,
+    RubricInfo, Sample, Scoring, Selection, SubScore, TriggerDecision, Verdict,
+};
+
+use serde::de::DeserializeOwned;
+
+/// A judge: scores responses against criteria.
+///
+/// Implement [`Rubric::judge`] for one sample; override [`Rubric::judge_batch`]
+/// only when samples of a batch should be judged together (for instance to
+/// send one batched `judge_model` request).
+pub trait Rubric {
+    /// The plugin's own table from the user's config (`[rubric.config]`).
+    /// Use [`NoConfig`] when there is nothing to configure.
+    type Config: DeserializeOwned + Default;
+
+    /// Name, version and the criteria this rubric judges.
+    fn describe() -> RubricInfo;
+
+    /// Judges one sample; an `Err` marks that sample as failed, not the batch.
+    fn judge(config: &Self::Config, ctx: &Context, sample: &Sample) -> Result<Judgment, String>;
+
+    /// Judges a batch; defaults to [`Rubric::judge`] per sample.
+    fn judge_batch(
+        config: &Self::Config,
+        ctx: &Context,
+        samples: &[Sample],
+    ) -> Vec<Result<Judgment, String>> {
+        samples
+            .iter()
+            .map(|sample| Self::judge(config, ctx, sample))
+            .collect()
+    }
+}
+
+/// Reduces a judgment to one scalar reward.
+pub trait Aggregator {
+    /// The plugin's own table from the user's config.
+    type Config: DeserializeOwned + Default;
+
+    /// Reward for one judged sample.
+    fn aggregate(config: &Self::Config, ctx: &Context, item: &Scoring) -> Result<f64, String>;
+
+    /// Rewards for a batch; defaults to [`Aggregator::aggregate`] per item.
+    fn aggregate_batch(
+        config: &Self::Config,
+        ctx: &Context,
+        items: &[Scoring],
+    ) -> Vec<Result<f64, String>> {
+        items
+            .iter()
+            .map(|item| Self::aggregate(config, ctx, item))
+            .collect()
+    }
+}
+
+/// Decides which candidate prompts enter the next training round, and how often.
+///
+/// Sees the whole batch at once, since priorities are usually relative.
+pub trait Curriculum {
+    /// The plugin's own table from the user's config.
+    type Config: DeserializeOwned + Default;
+
+    /// One decision per candidate, in order.
+    fn select(
+        config: &Self::Config,
+        ctx: &Context,
+        candidates: &[Candidate],
+    ) -> Result<Vec<CurriculumDecision>, String>;
+}
+
+/// Decides when the judge loop should start (e.g. progress has stalled).
+pub trait Trigger {
+    /// The plugin's own table from the user's config.
+    type Config: DeserializeOwned + Default;
+
+    /// `history` holds every monitoring point so far; the last one is current.
+    fn check(
+        config: &Self::Config,
+        ctx: &Context,
+        history: &[MonitorPoint],
+    ) -> Result<TriggerDecision, String>;
+}
+
+/// Registers a plugin type as the crate's export and stamps its metadata.
+///
+/// `export_plugin!(rubric: MyRubric)`; likewise `aggregator:`, `curriculum:`,
+/// `trigger:`. Use it once per crate.
+#[macro_export]
+macro_rules! export_plugin {
+    ($kind:ident : $plugin:ty) => {
+        $crate::export_plugin!(@stamped $crate::API_VERSION, $kind: $plugin);
+    };
+    // Stamps another contract version; only for the host's compatibility tests.
+    (@stamped $api:expr, rubric: $plugin:ty) => {
+        $crate::__stamp_metadata!($api, "rubric");
+        const _: () = {
+            struct __VerifineExport;
+            impl $crate::__private::rubric::exports::verifine::plugin::rubric_plugin::Guest
+                for __VerifineExport
+            {
+                fn describe() -> $crate::RubricInfo {
+                    <$plugin as $crate::Rubric>::describe()
+                }
+                fn judge(
+                    ctx: $crate::Context,
+                    samples: ::std::vec::Vec<$crate::Sample>,
+                ) -> ::std::vec::Vec<::std::result::Result<$crate::Judgment, ::std::string::String>>
+                {
+                    $crate::__private::judge::<$plugin>(ctx, samples)
+                }
+            }
+            $crate::__private::rubric::export_rubric_world!(
+                __VerifineExport with_types_in $crate::__private::rubric
+            );
+        };
+    };
+    (@stamped $api:expr, aggregator: $plugin:ty) => {
+        $crate::__stamp_metadata!($api, "aggregator");
+        const _: () = {
+            struct __VerifineExport;
+            impl $crate::__private::aggregator::exports::verifine::plugin::aggregator_plugin::Guest
+                for __VerifineExport
+            {
+                fn aggregate(
+                    ctx: $crate::Context,
+                    items: ::std::vec::Vec<$crate::Scoring>,
+                ) -> ::std::vec::Vec<::std::result::Result<f64, ::std::string::String>> {
+                    $crate::__private::aggregate::<$plugin>(ctx, items)
+                }
+            }
+            $crate::__private::aggregator::export_aggregator_world!(
+                __VerifineExport with_types_in $crate::__private::aggregator
+            );
+        };
+    };
+    (@stamped $api:expr, curriculum: $plugin:ty) => {
+        $crate::__stamp_metadata!($api, "curriculum");
+        const _: () = {
+            struct __VerifineExport;
+            impl $crate::__private::curriculum::exports::verifine::plugin::curriculum_plugin::Guest
+                for __VerifineExport
+            {
+                fn select(
+                    ctx: $crate::Context,
+                    candidates: ::std::vec::Vec<$crate::Candidate>,
+                ) -> ::std::result::Result<
+                    ::std::vec::Vec<$crate::CurriculumDecision>,
+                    ::std::string::String,
+                > {
+                    $crate::__private::select::<$plugin>(ctx, candidates)
+                }
+            }
+            $crate::__private::curriculum::export_curriculum_world!(
+                __VerifineExport with_types_in $crate::__private::curriculum
+            );
+        };
+    };
+    (@stamped $api:expr, trigger: $plugin:ty) => {
+        $crate::__stamp_metadata!($api, "trigger");
+        const _: () = {
+            struct __VerifineExport;
+            impl $crate::__private::trigger::exports::verifine::plugin::trigger_plugin::Guest
+                for __VerifineExport
+            {
+                fn check(
+                    ctx: $crate::Context,
+                    history: ::std::vec::Vec<$crate::MonitorPoint>,
+                ) -> ::std::result::Result<$crate::TriggerDecision, ::std::string::String> {
+                    $crate::__private::check::<$plugin>(ctx, history)
+                }
+            }
+            $crate::__private::trigger::export_trigger_world!(
+                __VerifineExport with_types_in $crate::__private::trigger
+            );
+        };
+    };
+}
+
+/// Writes the metadata custom section (`key=value` lines) into the module.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __stamp_metadata {
+    ($api:expr, $kind:literal) => {
+        const _: () = {
+            const PARTS: &[&str] = &[
+                "api-version=",
+                $api,
+                "\nkind=",
+                $kind,
+                "\nname=",
+                env!("CARGO_PKG_NAME"),
+                "\nversion=",
+                env!("CARGO_PKG_VERSION"),
+                "\n",
+            ];
+            const LEN: usize = $crate::__private::joined_len(PARTS);
+            #[used]
+            #[unsafe(link_section = "verifine-plugin")]
+            static METADATA: [u8; LEN] = $crate::__private::join::<LEN>(PARTS);
+        };
+    };
+}
+
+#[doc(hidden)]
+pub mod __private {
+    //! Generated bindings and the glue [`export_plugin!`](crate::export_plugin) expands to.
+
+    use super::*;
+
+    pub mod rubric {
+        wit_bindgen::generate!({
+            world: "rubric",
+            path: "../wit",
+            pub_export_macro: true,
+            export_macro_name: "export_rubric_world",
+            default_bindings_module: "verifine_plugin_api::__private::rubric",
+        });
+    }
+
+    pub mod aggregator {
+        wit_bindgen::generate!({
+            world: "aggregator",
+            path: "../wit",
+            pub_export_macro: true,
+            export_macro_name: "export_aggregator_world",
+            default_bindings_module: "verifine_plugin_api::__private::aggregator",
+            with: {
+                "verifine:plugin/types@0.1.0": super::rubric::verifine::plugin::types,
+                "verifine:plugin/host@0.1.0": super::rubric::verifine::plugin::host,
+            },
+        });
+    }
+
+    pub mod curriculum {
+        wit_bindgen::generate!({
+            world: "curriculum",
+            path: "../wit",
+            pub_export_macro: true,
+            export_macro_name: "export_curriculum_world",
+            default_bindings_module: "verifine_plugin_api::__private::curriculum",
+            with: {
+                "verifine:plugin/types@0.1.0": super::rubric::verifine::plugin::types,
+                "verifine:plugin/host@0.1.0": super::rubric::verifine::plugin::host,
+            },
+        });
+    }
+
+    pub mod trigger {
+        wit_bindgen::generate!({
+            world: "trigger",
+            path: "../wit",
+            pub_export_macro: true,
+            export_macro_name: "export_trigger_world",
+            default_bindings_module: "verifine_plugin_api::__private::trigger",
+            with: {
+                "verifine:plugin/types@0.1.0": super::rubric::verifine::plugin::types,
+                "verifine:plugin/host@0.1.0": super::rubric::verifine::plugin::host,
+            },
+        });
+    }
+
+    /// Parses the plugin's config once per call.
+    fn config<C: DeserializeOwned + Default>(ctx: &Context) -> Result<C, String> {
+        let text = ctx.config.trim();
+        if text.is_empty() || text == "{}" || text == "null" {
+            return Ok(C::default());
+        }
+        serde_json::from_str(text).map_err(|e| format!("invalid plugin config: {e}"))
+    }
+
+    pub fn judge<R: Rubric>(ctx: Context, samples: Vec<Sample>) -> Vec<Result<Judgment, String>> {
+        match config::<R::Config>(&ctx) {
+            Ok(config) => R::judge_batch(&config, &ctx, &samples),
+            Err(e) => samples.iter().map(|_| Err(e.clone())).collect(),
+        }
+    }
+
+    pub fn aggregate<A: Aggregator>(ctx: Context, items: Vec<Scoring>) -> Vec<Result<f64, String>> {
+        match config::<A::Config>(&ctx) {
+            Ok(config) => A::aggregate_batch(&config, &ctx, &items),
+            Err(e) => items.iter().map(|_| Err(e.clone())).collect(),
+        }
+    }
+
+    pub fn select<C: Curriculum>(
+        ctx: Context,
+        candidates: Vec<Candidate>,
+    ) -> Result<Vec<CurriculumDecision>, String> {
+        C::select(&config::<C::Config>(&ctx)?, &ctx, &candidates)
+    }
+
+    pub fn check<T: Trigger>(
+        ctx: Context,
+        history: Vec<MonitorPoint>,
+    ) -> Result<TriggerDecision, String> {
+        T::check(&config::<T::Config>(&ctx)?, &ctx, &history)
+    }
+
+    pub const fn joined_len(parts: &[&str]) -> usize {
+        let mut len = 0;
+        let mut i = 0;
+        while i < parts.len() {
+            len += parts[i].len();
+            i += 1;
+        }
+        len
+    }
+
+    pub const fn join<const N: usize>(parts: &[&str]) -> [u8; N] {
+        let mut out = [0u8; N];
+        let mut at = 0;
+        let mut i = 0;
+        while i < parts.len() {
+            let bytes = parts[i].as_bytes();
+            let mut j = 0;
+            while j < bytes.len() {
+                out[at] = bytes[j];
+                at += 1;
+                j += 1;
+            }
+            i += 1;
+        }
+        out
+    }
+}

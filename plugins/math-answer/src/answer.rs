@@ -1,0 +1,226 @@
+//! Finding the final answer in a response and reading it as a number.
+
+/// How the final answer was marked in the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    /// `\boxed{…}`
+    Boxed,
+    /// `#### N` (GSM8K's convention)
+    Hashes,
+    /// `A: N` at the start of a line
+    AnswerPrefix,
+    /// No marker: the last number in the text.
+    LastNumber,
+}
+
+impl Marker {
+    /// Whether the response followed an answer format (anything but the fallback).
+    pub fn is_explicit(self) -> bool {
+        self != Marker::LastNumber
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Marker::Boxed => "\\boxed{}",
+            Marker::Hashes => "####",
+            Marker::AnswerPrefix => "A:",
+            Marker::LastNumber => "last number",
+        }
+    }
+}
+
+/// The final answer of `text`: its marker and its numeric value, when one is found.
+pub fn final_answer(text: &str) -> Option<(Marker, f64)> {
+    if let Some(inner) = last_boxed(text) {
+        return parse_number(inner).map(|n| (Marker::Boxed, n));
+    }
+    if let Some(at) = text.rfind("####") {
+        return parse_number(first_line(&text[at + 4..])).map(|n| (Marker::Hashes, n));
+    }
+    if let Some(rest) = last_answer_prefix(text) {
+        return parse_number(first_line(rest)).map(|n| (Marker::AnswerPrefix, n));
+    }
+    last_number(&strip_calculator_annotations(text)).map(|n| (Marker::LastNumber, n))
+}
+
+/// The reference's answer: a marked answer of a worked solution, else the whole
+/// text as a number, else its last number.
+pub fn reference_answer(reference: &str) -> Option<f64> {
+    match final_answer(reference) {
+        Some((marker, n)) if marker.is_explicit() => Some(n),
+        _ => parse_number(reference)
+            .or_else(|| last_number(&strip_calculator_annotations(reference))),
+    }
+}
+
+/// Equal up to a relative tolerance that absorbs decimal rendering (0.1 + 0.2).
+pub fn same_number(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+/// Content of the last `\boxed{…}`, braces balanced.
+fn last_boxed(text: &str) -> Option<&str> {
+    let start = text.rfind("\\boxed{")? + "\\boxed{".len();
+    let mut depth = 1usize;
+    for (i, c) in text[start..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&text[start..start + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Text after the last line-initial `A:` (also `Answer:`).
+fn last_answer_prefix(text: &str) -> Option<&str> {
+    let mut found = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let lead = line.len() - trimmed.len();
+        for prefix in ["A:", "Answer:"] {
+            if trimmed.starts_with(prefix) {
+                found = Some(offset + lead + prefix.len());
+            }
+        }
+        offset += line.len();
+    }
+    found.map(|at| &text[at..])
+}
+
+/// Drops GSM8K calculator annotations such as `<<16-3=13>>`.
+fn strip_calculator_annotations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("<<") {
+        out.push_str(&rest[..open]);
+        match rest[open..].find(">>") {
+            Some(close) => rest = &rest[open + close + 2..],
+            None => {
+                rest = &rest[open..];
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Reads the first number of an answer span: signs, thousands separators,
+/// currency and percent signs, a trailing period, `a/b` and `\frac{a}{b}`.
+pub fn parse_number(span: &str) -> Option<f64> {
+    let span = span.trim();
+    if let Some(value) = parse_latex_fraction(span) {
+        return Some(value);
+    }
+    let tokens = number_tokens(span);
+    let first = tokens.first()?;
+    // "3/4" or "3 / 4": a fraction when the slash directly joins two numbers.
+    if let Some(next) = tokens.get(1) {
+        let between = span[first.end..next.start].trim();
+        if between == "/" && next.value != 0.0 {
+            return Some(first.value / next.value);
+        }
+    }
+    Some(first.value)
+}
+
+fn parse_latex_fraction(span: &str) -> Option<f64> {
+    let negative = span.starts_with('-');
+    let body = span.trim_start_matches('-');
+    let body = body
+        .strip_prefix("\\frac")
+        .or_else(|| body.strip_prefix("\\dfrac"))
+        .or_else(|| body.strip_prefix("\\tfrac"))?;
+    let (numerator, rest) = braced(body)?;
+    let (denominator, _) = braced(rest)?;
+    let value = parse_number(numerator)? / parse_number(denominator)?;
+    Some(if negative { -value } else { value })
+}
+
+fn braced(text: &str) -> Option<(&str, &str)> {
+    let text = text.trim_start().strip_prefix('{')?;
+    let close = text.find('}')?;
+    Some((&text[..close], &text[close + 1..]))
+}
+
+fn last_number(text: &str) -> Option<f64> {
+    number_tokens(text).last().map(|t| t.value)
+}
+
+struct NumberToken {
+    value: f64,
+    start: usize,
+    end: usize,
+}
+
+/// Every number in `text`, left to right. A comma counts as a thousands
+/// separator only between digits followed by exactly three digits.
+fn number_tokens(text: &str) -> Vec<NumberToken> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_number = bytes[i].is_ascii_digit()
+            || (bytes[i] == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit));
+        if !starts_number {
+            i += 1;
+            continue;
+        }
+        let negative = is_sign_of_number(bytes, i);
+        let start = if negative { i - 1 } else { i };
+        let mut digits = String::new();
+        let mut seen_point = false;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b.is_ascii_digit() {
+                digits.push(b as char);
+            } else if b == b','
+                && !seen_point
+                && bytes.get(i + 1..i + 4).is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+                && !bytes.get(i + 4).is_some_and(u8::is_ascii_digit)
+            {
+                // thousands separator: skip it
+            } else if b == b'.' && !seen_point && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
+            {
+                seen_point = true;
+                digits.push('.');
+            } else {
+                break;
+            }
+            i += 1;
+        }
+        if let Ok(magnitude) = digits.parse::<f64>() {
+            tokens.push(NumberToken {
+                value: if negative { -magnitude } else { magnitude },
+                start,
+                end: i,
+            });
+        }
+    }
+    tokens
+}
+
+/// A '-' right before the digits (or before a '$') is a sign unless it joins
+/// two words or numbers ("5-3", "well-2").
+fn is_sign_of_number(bytes: &[u8], digit_at: usize) -> bool {
+    let mut j = digit_at;
+    if j > 0 && bytes[j - 1] == b'$' {
+        j -= 1;
+    }
+    if j == 0 || bytes[j - 1] != b'-' {
+        return false;
+    }
+    j -= 1;
+    j == 0 || !bytes[j - 1].is_ascii_alphanumeric()
+}

@@ -1,0 +1,94 @@
+//! `prbench`: PRBench-style scoring of signed rubric items.
+//!
+//! With points = Σ weights of met items, Σpos the sum of positive weights and
+//! Σneg the sum of negative ones (≤ 0):
+//! normalized = (points − Σneg) / (Σpos − Σneg), in [0, 1]; ratio = points / Σpos.
+//! Both are reported as sub-scores; `normalized` is the total.
+//!
+//! Items come from the sample's context (`{"rubrics": [{criterion, points, tags, met}]}`
+//! or a parallel `verdicts` list), verdicts from the context or the judge model.
+
+use verifine_plugin_api::verdicts::judge_row_rubric;
+use verifine_plugin_api::*;
+
+/// Normalized and ratio scores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrScores {
+    pub normalized: f64,
+    pub ratio: Option<f64>,
+}
+
+/// The two PRBench scores; `None` when the rubric has no spread (Σpos = Σneg = 0).
+pub fn scores(points: &[f64], met: &[bool]) -> Option<PrScores> {
+    let positive: f64 = points.iter().filter(|p| **p > 0.0).sum();
+    let negative: f64 = points.iter().filter(|p| **p < 0.0).sum();
+    let achieved: f64 = points
+        .iter()
+        .zip(met)
+        .filter(|(_, m)| **m)
+        .map(|(p, _)| p)
+        .sum();
+    let span = positive - negative;
+    if span <= 0.0 {
+        return None;
+    }
+    Some(PrScores {
+        normalized: (achieved - negative) / span,
+        ratio: (positive > 0.0).then(|| achieved / positive),
+    })
+}
+
+/// The plugin.
+pub struct PrBench;
+
+impl Rubric for PrBench {
+    type Config = NoConfig;
+
+    fn describe() -> RubricInfo {
+        RubricInfo::new("prbench", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn judge(_: &NoConfig, _: &Context, sample: &Sample) -> Result<Judgment, String> {
+        let row = judge_row_rubric(sample, |sample, item| {
+            format!(
+                "Task:\n{}\n\nResponse:\n{}\n\nCriterion: {}\nIs the criterion met?",
+                sample.prompt, sample.response, item.criterion
+            )
+        })?;
+        let mut judgment = Judgment::from_verdicts(row.verdicts).with_criteria(row.criteria);
+        match scores(&row.points, &row.met) {
+            Some(s) => {
+                judgment = judgment
+                    .with_total(Some(s.normalized))
+                    .with_sub_score("normalized", s.normalized);
+                if let Some(ratio) = s.ratio {
+                    judgment = judgment.with_sub_score("ratio", ratio);
+                }
+            }
+            None => judgment = judgment.because("rubric has no weighted items: score undefined"),
+        }
+        Ok(judgment)
+    }
+}
+
+export_plugin!(rubric: PrBench);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalized_and_ratio() {
+        // points = 7 + 10 - 6 = 11, Σpos = 22, Σneg = -6
+        let s = scores(&[7.0, 5.0, 10.0, -6.0], &[true, false, true, true]).unwrap();
+        assert!((s.normalized - 17.0 / 28.0).abs() < 1e-12);
+        assert_eq!(s.ratio, Some(0.5));
+    }
+
+    #[test]
+    fn all_penalties_met_is_zero() {
+        let s = scores(&[3.0, -2.0], &[false, true]).unwrap();
+        assert_eq!(s.normalized, 0.0);
+        assert!((s.ratio.unwrap() + 2.0 / 3.0).abs() < 1e-12);
+    }
+}

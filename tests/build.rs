@@ -1,0 +1,25 @@
+//! Builds the hostile plugins the sandbox tests load.
+
+use std::path::PathBuf;
+
+const HOSTILE: &[&str] = &[
+    "hostile-infinite-loop",
+    "hostile-alloc-bomb",
+    "hostile-panicker",
+    "hostile-future-api",
+    "hostile-wrong-count",
+];
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let workspace = manifest_dir.parent().unwrap().to_path_buf();
+    verifine_wasm_build::rerun_if_changed(&[
+        manifest_dir.join("plugins"),
+        workspace.join("plugin-api"),
+        workspace.join("wit"),
+    ]);
+    for artifact in verifine_wasm_build::build_components(&workspace, HOSTILE) {
+        let var = artifact.package.to_uppercase().replace('-', "_");
+        println!("cargo:rustc-env={var}={}", artifact.path.display());
+    }
+}

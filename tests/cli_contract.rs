@@ -1,0 +1,202 @@
+//! How `score`, `agree` and `plugin` treat bad input and what they promise
+//! about their outputs.
+
+use serde_json::json;
+use verifine::commands::agree::{AgreeArgs, Mode, agree};
+use verifine::commands::plugin::{check, inspect, list};
+use verifine::commands::score::{ScoreArgs, score};
+use verifine::runtime::{Limits, Runtime};
+use verifine_tests::{hostile, scratch_dir, write_rows};
+
+fn math_args(dir: &std::path::Path) -> ScoreArgs {
+    ScoreArgs {
+        rubric: Some("math-answer".into()),
+        input: dir.join("in.jsonl"),
+        output: dir.join("out.jsonl"),
+        ..ScoreArgs::default()
+    }
+}
+
+#[test]
+fn malformed_line_is_reported_with_file_and_line_and_output_is_untouched() {
+    let dir = scratch_dir("malformed");
+    std::fs::write(
+        dir.join("in.jsonl"),
+        "{\"id\":1,\"prompt\":\"q\",\"response\":\"#### 1\",\"reference\":\"1\"}\n{\"id\":2,\"prompt\":\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("out.jsonl"), "previous results\n").unwrap();
+    let err = format!("{:#}", score(&math_args(&dir)).unwrap_err());
+    assert!(err.contains("in.jsonl:2:"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("out.jsonl")).unwrap(), "previous results\n");
+}
+
+#[test]
+fn unknown_fields_and_duplicate_ids_are_errors() {
+    let dir = scratch_dir("unknown-field");
+    write_rows(&dir.join("in.jsonl"), &[json!({"id": 1, "prompt": "q", "respones": "typo"})]);
+    let err = format!("{:#}", score(&math_args(&dir)).unwrap_err());
+    assert!(err.contains("in.jsonl:1:") && err.contains("respones"), "{err}");
+
+    let row = json!({"id": "a", "prompt": "q", "response": "#### 1", "reference": "1"});
+    write_rows(&dir.join("in.jsonl"), &[row.clone(), row]);
+    let err = format!("{:#}", score(&math_args(&dir)).unwrap_err());
+    assert!(err.contains("duplicate id \"a\""), "{err}");
+}
+
+#[test]
+fn unknown_plugin_lists_the_available_ones() {
+    let dir = scratch_dir("unknown-plugin");
+    write_rows(&dir.join("in.jsonl"), &[json!({"id": 1, "prompt": "q", "response": "r"})]);
+    let args = ScoreArgs {
+        rubric: Some("math-answr".into()),
+        ..math_args(&dir)
+    };
+    let err = format!("{:#}", score(&args).unwrap_err());
+    assert!(err.contains("no plugin named \"math-answr\""), "{err}");
+    assert!(err.contains("math-answer") && err.contains("healthbench"), "{err}");
+    assert!(!dir.join("out.jsonl").exists());
+}
+
+#[test]
+fn output_rows_carry_provenance_and_per_row_errors() {
+    let dir = scratch_dir("provenance");
+    write_rows(
+        &dir.join("in.jsonl"),
+        &[
+            json!({"id": 1, "prompt": "q", "response": "#### 7", "reference": "7"}),
+            json!({"id": 2, "prompt": "q", "response": "#### 7"}),
+        ],
+    );
+    let summary = score(&math_args(&dir)).unwrap();
+    assert_eq!((summary.n, summary.scored, summary.errors), (2, 1, 1));
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("out.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["total"], json!(1.0));
+    assert_eq!(rows[0]["plugin"]["name"], json!("math-answer"));
+    assert_eq!(rows[0]["plugin"]["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(rows[1]["total"], json!(null));
+    assert!(rows[1]["error"].as_str().unwrap().contains("reference"));
+}
+
+#[test]
+fn explicit_aggregator_decides_the_total_and_keeps_the_rubric_total() {
+    let dir = scratch_dir("aggregator");
+    write_rows(
+        &dir.join("in.jsonl"),
+        &[json!({"id": 1, "prompt": "q", "response": "I think 7", "reference": "7"})],
+    );
+    let args = ScoreArgs {
+        aggregator: Some("weighted-sum".into()),
+        ..math_args(&dir)
+    };
+    score(&args).unwrap();
+    let row: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(dir.join("out.jsonl")).unwrap().trim()).unwrap();
+    // correct (0.9) but unformatted: weighted-sum gives 0.9 / 1.0
+    assert!((row["total"].as_f64().unwrap() - 0.9).abs() < 1e-12);
+    assert!((row["rubric_total"].as_f64().unwrap() - 0.9).abs() < 1e-12);
+    assert_eq!(row["aggregator"]["name"], json!("weighted-sum"));
+}
+
+#[test]
+fn config_file_sets_plugin_tables() {
+    let dir = scratch_dir("config");
+    write_rows(
+        &dir.join("in.jsonl"),
+        &[json!({"id": 1, "prompt": "q", "response": "A: 3", "reference": "4"})],
+    );
+    std::fs::write(
+        dir.join("score.toml"),
+        "[rubric]\nplugin = \"math-answer\"\nconfig = { format_weight = 0.25, correct_weight = 0.75 }\n",
+    )
+    .unwrap();
+    let args = ScoreArgs {
+        rubric: None,
+        config: Some(dir.join("score.toml")),
+        ..math_args(&dir)
+    };
+    let summary = score(&args).unwrap();
+    assert_eq!(summary.mean, Some(0.25));
+
+    std::fs::write(
+        dir.join("score.toml"),
+        "[rubric]\nplugin = \"math-answer\"\nconfig = { format_wieght = 1 }\n",
+    )
+    .unwrap();
+    let summary = score(&args).unwrap();
+    assert_eq!(summary.errors, 1, "a bad plugin config fails every sample, visibly");
+}
+
+#[test]
+fn agree_reports_binary_and_continuous_metrics() {
+    let dir = scratch_dir("agree");
+    let pred = dir.join("pred.jsonl");
+    let gold = dir.join("gold.jsonl");
+    write_rows(
+        &pred,
+        &[
+            json!({"id": "a", "total": 0.9}),
+            json!({"id": "b", "total": 0.2}),
+            json!({"id": "c", "total": 0.7}),
+            json!({"id": "d", "total": null}),
+            json!({"id": "only-pred", "total": 1.0}),
+        ],
+    );
+    write_rows(
+        &gold,
+        &[
+            json!({"id": "a", "label": true, "score": 1.0}),
+            json!({"id": "b", "label": false, "score": 0.0}),
+            json!({"id": "c", "label": false, "score": 0.5}),
+            json!({"id": "d", "label": true, "score": 1.0}),
+        ],
+    );
+    let report = agree(&AgreeArgs::new(pred.clone(), gold.clone())).unwrap();
+    assert_eq!((report.n, report.mode), (3, Mode::Binary));
+    assert_eq!((report.unmatched_pred, report.unmatched_gold, report.missing_values), (1, 0, 1));
+    assert!((report.metrics["accuracy"].value - 2.0 / 3.0).abs() < 1e-12);
+    assert!((report.metrics["precision"].value - 0.5).abs() < 1e-12);
+    assert_eq!(report.metrics["recall"].value, 1.0);
+
+    let continuous = agree(&AgreeArgs {
+        gold_field: "score".into(),
+        ..AgreeArgs::new(pred, gold)
+    })
+    .unwrap();
+    assert_eq!(continuous.mode, Mode::Continuous);
+    assert!(continuous.metrics.contains_key("pearson"));
+    assert!((continuous.metrics["mae"].value - (0.1 + 0.2 + 0.2) / 3.0).abs() < 1e-12);
+    let json = serde_json::to_value(&continuous).unwrap();
+    for key in ["value", "ci_low", "ci_high"] {
+        assert!(json["metrics"]["spearman"].get(key).is_some());
+    }
+}
+
+#[test]
+fn agree_names_file_and_line_of_a_bad_field() {
+    let dir = scratch_dir("agree-bad");
+    write_rows(&dir.join("p.jsonl"), &[json!({"id": 1, "total": "high"})]);
+    write_rows(&dir.join("g.jsonl"), &[json!({"id": 1, "label": true})]);
+    let err = agree(&AgreeArgs::new(dir.join("p.jsonl"), dir.join("g.jsonl"))).unwrap_err();
+    assert!(err.to_string().contains("p.jsonl:1:"), "{err}");
+}
+
+#[test]
+fn plugin_list_inspect_and_check() {
+    let runtime = Runtime::new(Limits::default()).unwrap();
+    let listed = list(&runtime).unwrap();
+    assert_eq!(listed.len(), 8);
+    let inspection = inspect(&runtime, "driving").unwrap();
+    assert_eq!(inspection.metadata.name, "driving");
+    assert_eq!(inspection.rubric.unwrap().criteria.len(), 6);
+    for plugin in &listed {
+        check(&runtime, &plugin.name).unwrap();
+    }
+    let future = inspect(&runtime, hostile::FUTURE_API).unwrap();
+    assert!(!future.compatible);
+    assert!(check(&runtime, hostile::FUTURE_API).is_err());
+}

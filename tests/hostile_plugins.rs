@@ -1,0 +1,182 @@
+//! The sandbox contains misbehaving plugins: each failure is a clear error,
+//! and the host goes on with the next call — of the same instance and of a
+//! good plugin.
+
+use std::sync::Arc;
+use verifine::runtime::{Context, Limits, Plugin, PluginError, PluginInstance, Runtime, Sample};
+use verifine_tests::hostile;
+
+fn runtime() -> Runtime {
+    let limits = Limits {
+        call_timeout_ms: 300,
+        memory_mib: 64,
+    };
+    Runtime::with_cache(limits, None).unwrap()
+}
+
+fn ctx() -> Context {
+    Context {
+        step: 0,
+        round: 0,
+        config: "{}".into(),
+    }
+}
+
+fn sample(id: &str, response: &str) -> Sample {
+    Sample {
+        id: id.into(),
+        prompt: "q".into(),
+        response: response.into(),
+        reference: Some("#### 4".into()),
+        context: "{}".into(),
+        metadata: vec![],
+    }
+}
+
+/// A good plugin still works on the same runtime.
+fn good_plugin_still_works(runtime: &Runtime) {
+    let math = runtime.load("math-answer").unwrap();
+    let results = math.instance().judge(&ctx(), &[sample("ok", "#### 4")]).unwrap();
+    assert_eq!(results[0].as_ref().unwrap().total, Some(1.0));
+}
+
+/// The instance recovers: a benign call after the failure succeeds in a new store.
+fn recovers(instance: &mut PluginInstance) {
+    let results = instance.judge(&ctx(), &[sample("next", "fine")]).unwrap();
+    assert!(results[0].is_ok());
+    assert_eq!(instance.instantiations(), 2, "the failed store was replaced");
+}
+
+fn load(runtime: &Runtime, path: &str) -> Arc<Plugin> {
+    runtime.load(path).unwrap()
+}
+
+#[test]
+fn infinite_loop_hits_the_deadline() {
+    let runtime = runtime();
+    let mut instance = load(&runtime, hostile::INFINITE_LOOP).instance();
+    let started = std::time::Instant::now();
+    let err = instance.judge(&ctx(), &[sample("s", "loop")]).unwrap_err();
+    assert!(
+        matches!(err, PluginError::Timeout { limit_ms: 300, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("time limit of 300 ms"), "{err}");
+    assert!(started.elapsed().as_secs() < 5, "deadline not enforced");
+    recovers(&mut instance);
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
+fn allocation_bomb_hits_the_memory_cap() {
+    let runtime = runtime();
+    let mut instance = load(&runtime, hostile::ALLOC_BOMB).instance();
+    let err = instance.judge(&ctx(), &[sample("s", "bomb")]).unwrap_err();
+    let PluginError::Trap { message, .. } = &err else {
+        panic!("expected a trap, got {err}");
+    };
+    assert!(message.contains("memory"), "{message}");
+    recovers(&mut instance);
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
+fn panic_is_a_trap_with_the_panic_message() {
+    let runtime = runtime();
+    let mut instance = load(&runtime, hostile::PANICKER).instance();
+    let err = instance.judge(&ctx(), &[sample("s7", "panic")]).unwrap_err();
+    assert!(matches!(err, PluginError::Trap { .. }), "{err}");
+    assert!(
+        err.to_string().contains("deliberate panic on sample s7"),
+        "{err}"
+    );
+    recovers(&mut instance);
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
+fn future_api_version_is_refused_naming_both_versions() {
+    let runtime = runtime();
+    let err = format!("{:#}", runtime.load(hostile::FUTURE_API).err().unwrap());
+    assert!(err.contains("9.0.0"), "{err}");
+    assert!(err.contains("0.1.0"), "{err}");
+    assert!(err.contains("hostile-future-api"), "{err}");
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
+fn core_module_is_refused() {
+    let runtime = runtime();
+    // The smallest valid core module: magic and version 1, no sections.
+    let core_module = b"\0asm\x01\0\0\0";
+    let err = format!("{:#}", runtime.load_bytes(core_module, "core.wasm").err().unwrap());
+    assert!(err.contains("core WebAssembly module, not a component"), "{err}");
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
+fn random_bytes_are_refused() {
+    let runtime = runtime();
+    let mut state = 0x1234_5678_9abc_def0_u64;
+    let mut random = Vec::with_capacity(4096);
+    for _ in 0..4096 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        random.push(state as u8);
+    }
+    let err = format!("{:#}", runtime.load_bytes(&random, "random.wasm").err().unwrap());
+    assert!(err.contains("not a WebAssembly binary"), "{err}");
+
+    // Random bytes behind a valid component preamble are refused too.
+    let mut disguised = b"\0asm\x0d\0\x01\0".to_vec();
+    disguised.extend_from_slice(&random);
+    assert!(runtime.load_bytes(&disguised, "disguised.wasm").is_err());
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
+fn wrong_result_count_is_an_error_not_a_broadcast() {
+    let runtime = runtime();
+    let mut instance = load(&runtime, hostile::WRONG_COUNT).instance();
+    let err = instance
+        .judge(&ctx(), &[sample("a", "x"), sample("b", "y")])
+        .unwrap_err();
+    assert!(matches!(err, PluginError::Contract { .. }), "{err}");
+    assert!(err.to_string().contains("returned 1 results for 2 inputs"), "{err}");
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
+fn wrong_kind_is_refused_where_a_rubric_is_needed() {
+    let runtime = runtime();
+    let err = format!(
+        "{:#}",
+        runtime
+            .load_kind("weighted-sum", verifine::runtime::PluginKind::Rubric)
+            .err()
+            .unwrap()
+    );
+    assert!(err.contains("aggregator plugin, but a rubric plugin is needed"), "{err}");
+}
+
+#[test]
+fn a_trap_fails_only_its_batch_in_a_scoring_run() {
+    use verifine::scoring::{RewardFunction, score_all};
+    let runtime = runtime();
+    let function = RewardFunction::load(
+        &runtime,
+        hostile::PANICKER,
+        &serde_json::json!({}),
+        None,
+        &serde_json::json!({}),
+    )
+    .unwrap();
+    let samples: Vec<Sample> = (0..6)
+        .map(|i| sample(&i.to_string(), if i == 2 { "panic" } else { "fine" }))
+        .collect();
+    let scored = score_all(&function, &samples, 2, 1, &|_| {}).unwrap();
+    let failed: Vec<bool> = scored.iter().map(|s| s.error.is_some()).collect();
+    assert_eq!(failed, [false, false, true, true, false, false]);
+    assert_eq!(scored[4].total, Some(1.0));
+}

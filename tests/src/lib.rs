@@ -1,0 +1,52 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Checked-in fixtures under tests/fixtures.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+}
+
+/// The shared data directory (`../shared/data` beside the clone, or
+/// `$VERIFINE_SHARED_DATA`). Panics with the path when it is missing: the
+/// real-data tests are part of the suite, not optional.
+pub fn shared_data(relative: &str) -> PathBuf {
+    let base = std::env::var_os("VERIFINE_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("..").join("shared").join("data"));
+    let path = base.join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: put the shared data beside the clone or set VERIFINE_SHARED_DATA",
+        path.display()
+    );
+    path
+}
+
+/// A fresh, empty directory for one test.
+pub fn scratch_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("verifine-test-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Paths of the hostile plugins built by this crate's build script.
+pub mod hostile {
+    pub const INFINITE_LOOP: &str = env!("HOSTILE_INFINITE_LOOP");
+    pub const ALLOC_BOMB: &str = env!("HOSTILE_ALLOC_BOMB");
+    pub const PANICKER: &str = env!("HOSTILE_PANICKER");
+    pub const FUTURE_API: &str = env!("HOSTILE_FUTURE_API");
+    pub const WRONG_COUNT: &str = env!("HOSTILE_WRONG_COUNT");
+}
+
+/// Writes rows as JSONL.
+pub fn write_rows(path: &Path, rows: &[serde_json::Value]) {
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(path, text).unwrap();
+}
