@@ -24,7 +24,11 @@ fn main() {
         workspace.join("plugin-api"),
         workspace.join("Cargo.lock"),
     ];
-    watched.extend(BUILTIN_PLUGINS.iter().map(|p| workspace.join("plugins").join(p)));
+    watched.extend(
+        BUILTIN_PLUGINS
+            .iter()
+            .map(|p| workspace.join("plugins").join(p)),
+    );
     verifine_wasm_build::rerun_if_changed(&watched);
 
     let artifacts = verifine_wasm_build::build_components(&workspace, BUILTIN_PLUGINS);

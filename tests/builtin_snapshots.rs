@@ -73,10 +73,34 @@ fn runtime() -> Runtime {
 fn weighted_sum() {
     let plugin = runtime().load("weighted-sum").unwrap();
     let criteria = vec![
-        Criterion { id: "a".into(), description: String::new(), weight: 7.0, dimension: "x".into(), tags: vec![] },
-        Criterion { id: "b".into(), description: String::new(), weight: 5.0, dimension: "x".into(), tags: vec![] },
-        Criterion { id: "c".into(), description: String::new(), weight: 10.0, dimension: "x".into(), tags: vec![] },
-        Criterion { id: "d".into(), description: String::new(), weight: -6.0, dimension: "x".into(), tags: vec![] },
+        Criterion {
+            id: "a".into(),
+            description: String::new(),
+            weight: 7.0,
+            dimension: "x".into(),
+            tags: vec![],
+        },
+        Criterion {
+            id: "b".into(),
+            description: String::new(),
+            weight: 5.0,
+            dimension: "x".into(),
+            tags: vec![],
+        },
+        Criterion {
+            id: "c".into(),
+            description: String::new(),
+            weight: 10.0,
+            dimension: "x".into(),
+            tags: vec![],
+        },
+        Criterion {
+            id: "d".into(),
+            description: String::new(),
+            weight: -6.0,
+            dimension: "x".into(),
+            tags: vec![],
+        },
     ];
     let verdict = |id: &str, score: f64| Verdict {
         criterion: id.into(),
@@ -95,7 +119,12 @@ fn weighted_sum() {
     let items = vec![
         Scoring {
             criteria: criteria.clone(),
-            judgment: judgment(vec![verdict("a", 1.0), verdict("b", 0.0), verdict("c", 1.0), verdict("d", 1.0)]),
+            judgment: judgment(vec![
+                verdict("a", 1.0),
+                verdict("b", 0.0),
+                verdict("c", 1.0),
+                verdict("d", 1.0),
+            ]),
         },
         Scoring {
             criteria: criteria.clone(),
@@ -106,40 +135,80 @@ fn weighted_sum() {
             judgment: judgment(vec![verdict("d", 1.0)]),
         },
         Scoring {
-            criteria,
+            criteria: criteria.clone(),
             judgment: judgment(vec![verdict("zzz", 1.0)]),
+        },
+        Scoring {
+            criteria: criteria[3..].to_vec(),
+            judgment: judgment(vec![verdict("d", 0.0)]),
         },
     ];
     let rewards = plugin
         .instance()
-        .aggregate(&Context { step: 3, round: 0, config: "{}".into() }, &items)
+        .aggregate(
+            &Context {
+                step: 3,
+                round: 0,
+                config: "{}".into(),
+            },
+            &items,
+        )
         .unwrap();
-    assert_eq!(rewards[0], Ok(0.5));
+    assert_eq!(rewards[0], Ok(Some(0.5)));
     insta::assert_json_snapshot!(rewards);
 }
 
 #[test]
 fn weakness_curriculum() {
     let plugin = runtime().load("weakness-curriculum").unwrap();
-    let candidate = |id: &str, tag: &str, dim: &str, scores: &[f64], reference: Option<f64>| Candidate {
-        sample_id: id.into(),
-        tags: vec![tag.into()],
-        history: vec![DimensionHistory { dimension: dim.into(), scores: scores.to_vec() }],
-        reward_mean: 0.5,
-        reward_std: 0.2,
-        rollouts: 8,
-        reference_score: reference,
-    };
+    let candidate =
+        |id: &str, tag: &str, dim: &str, scores: &[f64], reference: Option<f64>| Candidate {
+            sample_id: id.into(),
+            tags: vec![tag.into()],
+            history: vec![DimensionHistory {
+                dimension: dim.into(),
+                scores: scores.to_vec(),
+            }],
+            reward_mean: 0.5,
+            reward_std: 0.2,
+            rollouts: 8,
+            reference_score: reference,
+        };
     let candidates = vec![
-        candidate("merge-causality", "scenario:merge", "causality", &[0.1, 0.2, 0.3], Some(0.9)),
-        candidate("merge-causality-2", "scenario:merge", "causality", &[0.4], None),
-        candidate("highway-causality", "scenario:highway", "causality", &[0.9, 1.0], Some(1.0)),
+        candidate(
+            "merge-causality",
+            "scenario:merge",
+            "causality",
+            &[0.1, 0.2, 0.3],
+            Some(0.9),
+        ),
+        candidate(
+            "merge-causality-2",
+            "scenario:merge",
+            "causality",
+            &[0.4],
+            None,
+        ),
+        candidate(
+            "highway-causality",
+            "scenario:highway",
+            "causality",
+            &[0.9, 1.0],
+            Some(1.0),
+        ),
         candidate("highway-safety", "scenario:highway", "safety", &[1.0], None),
         candidate("unreliable", "scenario:merge", "safety", &[0.0], Some(0.2)),
     ];
     let decisions = plugin
         .instance()
-        .select(&Context { step: 0, round: 1, config: "{}".into() }, &candidates)
+        .select(
+            &Context {
+                step: 0,
+                round: 1,
+                config: "{}".into(),
+            },
+            &candidates,
+        )
         .unwrap()
         .unwrap();
     insta::assert_json_snapshot!(decisions);
@@ -162,14 +231,54 @@ fn plateau_trigger() {
             })
             .collect()
     };
-    let ctx = |config: Value| Context { step: 0, round: 0, config: config.to_string() };
+    let ctx = |config: Value| Context {
+        step: 0,
+        round: 0,
+        config: config.to_string(),
+    };
     let cases = [
-        ("improving", points(&[10.0, 11.0, 12.0, 13.0, 14.0], &[10.0, 11.0, 12.0, 13.0, 14.0], 150), json!({})),
-        ("plateau", points(&[10.0, 10.1, 10.1, 10.2, 10.2], &[10.0, 10.1, 10.1, 10.2, 10.2], 150), json!({})),
-        ("diverging", points(&[10.0, 11.0, 12.0, 13.0, 14.0], &[10.0, 12.0, 14.0, 16.0, 18.0], 150), json!({})),
-        ("warming-up", points(&[10.0, 10.0], &[10.0, 10.0], 150), json!({})),
-        ("custom-schedule", points(&[0.5, 0.5, 0.5], &[0.5, 0.5, 0.5], 10), json!({"every": 10, "window": 2, "threshold": 0.01})),
-        ("bad-config", points(&[0.5], &[0.5], 10), json!({"every": 0})),
+        (
+            "improving",
+            points(
+                &[10.0, 11.0, 12.0, 13.0, 14.0],
+                &[10.0, 11.0, 12.0, 13.0, 14.0],
+                150,
+            ),
+            json!({}),
+        ),
+        (
+            "plateau",
+            points(
+                &[10.0, 10.1, 10.1, 10.2, 10.2],
+                &[10.0, 10.1, 10.1, 10.2, 10.2],
+                150,
+            ),
+            json!({}),
+        ),
+        (
+            "diverging",
+            points(
+                &[10.0, 11.0, 12.0, 13.0, 14.0],
+                &[10.0, 12.0, 14.0, 16.0, 18.0],
+                150,
+            ),
+            json!({}),
+        ),
+        (
+            "warming-up",
+            points(&[10.0, 10.0], &[10.0, 10.0], 150),
+            json!({}),
+        ),
+        (
+            "custom-schedule",
+            points(&[0.5, 0.5, 0.5], &[0.5, 0.5, 0.5], 10),
+            json!({"every": 10, "window": 2, "threshold": 0.01}),
+        ),
+        (
+            "bad-config",
+            points(&[0.5], &[0.5], 10),
+            json!({"every": 0}),
+        ),
     ];
     let outcomes: Vec<Value> = cases
         .iter()

@@ -28,15 +28,24 @@ fn malformed_line_is_reported_with_file_and_line_and_output_is_untouched() {
     std::fs::write(dir.join("out.jsonl"), "previous results\n").unwrap();
     let err = format!("{:#}", score(&math_args(&dir)).unwrap_err());
     assert!(err.contains("in.jsonl:2:"), "{err}");
-    assert_eq!(std::fs::read_to_string(dir.join("out.jsonl")).unwrap(), "previous results\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.jsonl")).unwrap(),
+        "previous results\n"
+    );
 }
 
 #[test]
 fn unknown_fields_and_duplicate_ids_are_errors() {
     let dir = scratch_dir("unknown-field");
-    write_rows(&dir.join("in.jsonl"), &[json!({"id": 1, "prompt": "q", "respones": "typo"})]);
+    write_rows(
+        &dir.join("in.jsonl"),
+        &[json!({"id": 1, "prompt": "q", "respones": "typo"})],
+    );
     let err = format!("{:#}", score(&math_args(&dir)).unwrap_err());
-    assert!(err.contains("in.jsonl:1:") && err.contains("respones"), "{err}");
+    assert!(
+        err.contains("in.jsonl:1:") && err.contains("respones"),
+        "{err}"
+    );
 
     let row = json!({"id": "a", "prompt": "q", "response": "#### 1", "reference": "1"});
     write_rows(&dir.join("in.jsonl"), &[row.clone(), row]);
@@ -47,14 +56,20 @@ fn unknown_fields_and_duplicate_ids_are_errors() {
 #[test]
 fn unknown_plugin_lists_the_available_ones() {
     let dir = scratch_dir("unknown-plugin");
-    write_rows(&dir.join("in.jsonl"), &[json!({"id": 1, "prompt": "q", "response": "r"})]);
+    write_rows(
+        &dir.join("in.jsonl"),
+        &[json!({"id": 1, "prompt": "q", "response": "r"})],
+    );
     let args = ScoreArgs {
         rubric: Some("math-answr".into()),
         ..math_args(&dir)
     };
     let err = format!("{:#}", score(&args).unwrap_err());
     assert!(err.contains("no plugin named \"math-answr\""), "{err}");
-    assert!(err.contains("math-answer") && err.contains("healthbench"), "{err}");
+    assert!(
+        err.contains("math-answer") && err.contains("healthbench"),
+        "{err}"
+    );
     assert!(!dir.join("out.jsonl").exists());
 }
 
@@ -94,8 +109,12 @@ fn explicit_aggregator_decides_the_total_and_keeps_the_rubric_total() {
         ..math_args(&dir)
     };
     score(&args).unwrap();
-    let row: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(dir.join("out.jsonl")).unwrap().trim()).unwrap();
+    let row: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(dir.join("out.jsonl"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
     // correct (0.9) but unformatted: weighted-sum gives 0.9 / 1.0
     assert!((row["total"].as_f64().unwrap() - 0.9).abs() < 1e-12);
     assert!((row["rubric_total"].as_f64().unwrap() - 0.9).abs() < 1e-12);
@@ -128,7 +147,10 @@ fn config_file_sets_plugin_tables() {
     )
     .unwrap();
     let summary = score(&args).unwrap();
-    assert_eq!(summary.errors, 1, "a bad plugin config fails every sample, visibly");
+    assert_eq!(
+        summary.errors, 1,
+        "a bad plugin config fails every sample, visibly"
+    );
 }
 
 #[test]
@@ -157,7 +179,14 @@ fn agree_reports_binary_and_continuous_metrics() {
     );
     let report = agree(&AgreeArgs::new(pred.clone(), gold.clone())).unwrap();
     assert_eq!((report.n, report.mode), (3, Mode::Binary));
-    assert_eq!((report.unmatched_pred, report.unmatched_gold, report.missing_values), (1, 0, 1));
+    assert_eq!(
+        (
+            report.unmatched_pred,
+            report.unmatched_gold,
+            report.missing_values
+        ),
+        (1, 0, 1)
+    );
     assert!((report.metrics["accuracy"].value - 2.0 / 3.0).abs() < 1e-12);
     assert!((report.metrics["precision"].value - 0.5).abs() < 1e-12);
     assert_eq!(report.metrics["recall"].value, 1.0);

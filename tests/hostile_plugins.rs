@@ -36,7 +36,10 @@ fn sample(id: &str, response: &str) -> Sample {
 /// A good plugin still works on the same runtime.
 fn good_plugin_still_works(runtime: &Runtime) {
     let math = runtime.load("math-answer").unwrap();
-    let results = math.instance().judge(&ctx(), &[sample("ok", "#### 4")]).unwrap();
+    let results = math
+        .instance()
+        .judge(&ctx(), &[sample("ok", "#### 4")])
+        .unwrap();
     assert_eq!(results[0].as_ref().unwrap().total, Some(1.0));
 }
 
@@ -44,7 +47,11 @@ fn good_plugin_still_works(runtime: &Runtime) {
 fn recovers(instance: &mut PluginInstance) {
     let results = instance.judge(&ctx(), &[sample("next", "fine")]).unwrap();
     assert!(results[0].is_ok());
-    assert_eq!(instance.instantiations(), 2, "the failed store was replaced");
+    assert_eq!(
+        instance.instantiations(),
+        2,
+        "the failed store was replaced"
+    );
 }
 
 fn load(runtime: &Runtime, path: &str) -> Arc<Plugin> {
@@ -84,7 +91,9 @@ fn allocation_bomb_hits_the_memory_cap() {
 fn panic_is_a_trap_with_the_panic_message() {
     let runtime = runtime();
     let mut instance = load(&runtime, hostile::PANICKER).instance();
-    let err = instance.judge(&ctx(), &[sample("s7", "panic")]).unwrap_err();
+    let err = instance
+        .judge(&ctx(), &[sample("s7", "panic")])
+        .unwrap_err();
     assert!(matches!(err, PluginError::Trap { .. }), "{err}");
     assert!(
         err.to_string().contains("deliberate panic on sample s7"),
@@ -109,8 +118,14 @@ fn core_module_is_refused() {
     let runtime = runtime();
     // The smallest valid core module: magic and version 1, no sections.
     let core_module = b"\0asm\x01\0\0\0";
-    let err = format!("{:#}", runtime.load_bytes(core_module, "core.wasm").err().unwrap());
-    assert!(err.contains("core WebAssembly module, not a component"), "{err}");
+    let err = format!(
+        "{:#}",
+        runtime.load_bytes(core_module, "core.wasm").err().unwrap()
+    );
+    assert!(
+        err.contains("core WebAssembly module, not a component"),
+        "{err}"
+    );
     good_plugin_still_works(&runtime);
 }
 
@@ -125,7 +140,10 @@ fn random_bytes_are_refused() {
         state ^= state << 17;
         random.push(state as u8);
     }
-    let err = format!("{:#}", runtime.load_bytes(&random, "random.wasm").err().unwrap());
+    let err = format!(
+        "{:#}",
+        runtime.load_bytes(&random, "random.wasm").err().unwrap()
+    );
     assert!(err.contains("not a WebAssembly binary"), "{err}");
 
     // Random bytes behind a valid component preamble are refused too.
@@ -143,7 +161,10 @@ fn wrong_result_count_is_an_error_not_a_broadcast() {
         .judge(&ctx(), &[sample("a", "x"), sample("b", "y")])
         .unwrap_err();
     assert!(matches!(err, PluginError::Contract { .. }), "{err}");
-    assert!(err.to_string().contains("returned 1 results for 2 inputs"), "{err}");
+    assert!(
+        err.to_string().contains("returned 1 results for 2 inputs"),
+        "{err}"
+    );
     good_plugin_still_works(&runtime);
 }
 
@@ -157,7 +178,10 @@ fn wrong_kind_is_refused_where_a_rubric_is_needed() {
             .err()
             .unwrap()
     );
-    assert!(err.contains("aggregator plugin, but a rubric plugin is needed"), "{err}");
+    assert!(
+        err.contains("aggregator plugin, but a rubric plugin is needed"),
+        "{err}"
+    );
 }
 
 #[test]

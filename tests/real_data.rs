@@ -35,7 +35,11 @@ fn math_answer_agrees_with_gsm8k_correctness_labels() {
         }
     }
     assert_eq!(inputs.len(), 1200);
-    let (input, output, gold_path) = (dir.join("in.jsonl"), dir.join("out.jsonl"), dir.join("gold.jsonl"));
+    let (input, output, gold_path) = (
+        dir.join("in.jsonl"),
+        dir.join("out.jsonl"),
+        dir.join("gold.jsonl"),
+    );
     write_rows(&input, &inputs);
     write_rows(&gold_path, &gold);
 
@@ -65,7 +69,10 @@ fn math_answer_agrees_with_gsm8k_correctness_labels() {
             .filter(|(r, g)| (r.total.unwrap_or(0.0) >= 0.5) != (g["label"] == json!(true)))
             .map(|(r, _)| format!("{} ({:?})", r.id, r.explanation))
             .collect();
-        panic!("accuracy {} < 0.999; disagreements: {wrong:#?}", accuracy.value);
+        panic!(
+            "accuracy {} < 0.999; disagreements: {wrong:#?}",
+            accuracy.value
+        );
     }
     assert!(accuracy.ci_low <= accuracy.value && accuracy.value <= accuracy.ci_high);
 }
@@ -83,15 +90,29 @@ fn healthbench_examples_score_with_verdicts_in_context() {
         let rubrics = row["rubrics"].as_array().unwrap();
         // A deterministic mix of verdicts: every item whose index is not a multiple of 3 is met.
         let verdicts: Vec<bool> = (0..rubrics.len()).map(|i| i % 3 != 0).collect();
-        let points: Vec<f64> = rubrics.iter().map(|r| r["points"].as_f64().unwrap()).collect();
+        let points: Vec<f64> = rubrics
+            .iter()
+            .map(|r| r["points"].as_f64().unwrap())
+            .collect();
         let positive: f64 = points.iter().filter(|p| **p > 0.0).sum();
-        let met: f64 = points.iter().zip(&verdicts).filter(|(_, m)| **m).map(|(p, _)| p).sum();
+        let met: f64 = points
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, m)| **m)
+            .map(|(p, _)| p)
+            .sum();
         expected.push((positive > 0.0).then(|| met / positive));
         let conversation: Vec<String> = row["prompt"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|turn| format!("{}: {}", turn["role"].as_str().unwrap(), turn["content"].as_str().unwrap()))
+            .map(|turn| {
+                format!(
+                    "{}: {}",
+                    turn["role"].as_str().unwrap(),
+                    turn["content"].as_str().unwrap()
+                )
+            })
             .collect();
         inputs.push(json!({
             "id": row["prompt_id"],
@@ -118,7 +139,9 @@ fn healthbench_examples_score_with_verdicts_in_context() {
         .collect();
     for (row, expected) in rows.iter().zip(&expected) {
         match (row.total, expected) {
-            (Some(total), Some(e)) => assert!((total - e).abs() < 1e-9, "{}: {total} vs {e}", row.id),
+            (Some(total), Some(e)) => {
+                assert!((total - e).abs() < 1e-9, "{}: {total} vs {e}", row.id)
+            }
             (total, e) => assert_eq!(total, *e, "{}", row.id),
         }
         assert_eq!(row.criteria.len(), row.verdicts.len());

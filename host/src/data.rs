@@ -13,7 +13,8 @@ pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
     let mut rows = Vec::new();
     for (index, line) in BufReader::new(file).lines().enumerate() {
         let line_no = index + 1;
-        let line = line.with_context(|| format!("{}:{line_no}: unreadable line", path.display()))?;
+        let line =
+            line.with_context(|| format!("{}:{line_no}: unreadable line", path.display()))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -33,8 +34,8 @@ pub fn write_atomically(
 ) -> Result<()> {
     let tmp = temporary_sibling(path);
     let result = (|| {
-        let file = std::fs::File::create(&tmp)
-            .with_context(|| format!("creating {}", tmp.display()))?;
+        let file =
+            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         let mut writer = BufWriter::new(file);
         write(&mut writer)?;
         let file = writer.into_inner().map_err(|e| e.into_error())?;
@@ -85,7 +86,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("rows.jsonl");
         std::fs::write(&path, "{\"a\":1}\n\n{\"a\":\n").unwrap();
-        let err = read_jsonl::<serde_json::Value>(&path).unwrap_err().to_string();
+        let err = read_jsonl::<serde_json::Value>(&path)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("rows.jsonl:3:"), "{err}");
     }
 
@@ -101,6 +104,10 @@ mod tests {
         });
         assert!(result.is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "temporary file left behind");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "temporary file left behind"
+        );
     }
 }

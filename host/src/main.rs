@@ -9,7 +9,11 @@ use verifine::commands::{agree, plugin, score};
 use verifine::runtime::{Limits, Runtime};
 
 #[derive(Parser)]
-#[command(name = "verifine", version, about = "RL post-training with sandboxed, versioned verification plugins")]
+#[command(
+    name = "verifine",
+    version,
+    about = "RL post-training with sandboxed, versioned verification plugins"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -159,14 +163,22 @@ fn run(cli: Cli) -> Result<()> {
             match command {
                 PluginCommand::List => {
                     for p in plugin::list(&runtime)? {
-                        println!("{:<22} {:<11} {:<8} {}", p.name, p.kind.to_string(), p.version, &p.sha256[..16]);
+                        println!(
+                            "{:<22} {:<11} {:<8} {}",
+                            p.name,
+                            p.kind.to_string(),
+                            p.version,
+                            &p.sha256[..16]
+                        );
                     }
                 }
                 PluginCommand::Inspect { plugin: spec } => {
                     let inspection = plugin::inspect(&runtime, &spec)?;
                     println!("{}", serde_json::to_string_pretty(&inspection)?);
                 }
-                PluginCommand::Check { plugin: spec } => println!("{}", plugin::check(&runtime, &spec)?),
+                PluginCommand::Check { plugin: spec } => {
+                    println!("{}", plugin::check(&runtime, &spec)?)
+                }
             }
         }
     }

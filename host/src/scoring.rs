@@ -40,8 +40,10 @@ impl RewardFunction {
         Ok(RewardFunction {
             rubric: runtime.load_kind(rubric, PluginKind::Rubric)?,
             rubric_config: rubric_config.to_string(),
-            aggregator: runtime
-                .load_kind(aggregator.unwrap_or(DEFAULT_AGGREGATOR), PluginKind::Aggregator)?,
+            aggregator: runtime.load_kind(
+                aggregator.unwrap_or(DEFAULT_AGGREGATOR),
+                PluginKind::Aggregator,
+            )?,
             aggregator_config: aggregator_config.to_string(),
             aggregator_explicit: aggregator.is_some(),
         })
@@ -107,7 +109,12 @@ impl Scorer {
             .judge(&ctx(&self.function.rubric_config), samples)
         {
             Ok(judgments) => judgments,
-            Err(e) => return samples.iter().map(|_| ScoredSample::failed(e.to_string())).collect(),
+            Err(e) => {
+                return samples
+                    .iter()
+                    .map(|_| ScoredSample::failed(e.to_string()))
+                    .collect();
+            }
         };
 
         // Which judged samples need the aggregator, and their inputs.
@@ -130,7 +137,7 @@ impl Scorer {
                 });
             }
         }
-        let mut aggregated: Vec<Option<Result<f64, String>>> = vec![None; samples.len()];
+        let mut aggregated: Vec<Option<Result<Option<f64>, String>>> = vec![None; samples.len()];
         if !items.is_empty() {
             let results = self
                 .aggregator
@@ -149,7 +156,7 @@ impl Scorer {
                 Ok(j) => {
                     let rubric_total = j.total;
                     let total = match aggregate {
-                        Some(Ok(reward)) => Ok(Some(reward)),
+                        Some(Ok(reward)) => Ok(reward),
                         Some(Err(e)) => Err(format!("aggregator: {e}")),
                         None => Ok(rubric_total),
                     };

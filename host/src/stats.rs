@@ -157,7 +157,10 @@ impl Confusion {
 
     /// F1 of the negative class.
     pub fn negative_f1(&self) -> f64 {
-        harmonic(ratio(self.tn, self.tn + self.fn_), ratio(self.tn, self.tn + self.fp))
+        harmonic(
+            ratio(self.tn, self.tn + self.fn_),
+            ratio(self.tn, self.tn + self.fp),
+        )
     }
 
     /// Mean of positive- and negative-class F1.
@@ -167,11 +170,19 @@ impl Confusion {
 }
 
 fn ratio(num: usize, den: usize) -> f64 {
-    if den == 0 { 0.0 } else { num as f64 / den as f64 }
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
 }
 
 fn harmonic(a: f64, b: f64) -> f64 {
-    if a + b == 0.0 { 0.0 } else { 2.0 * a * b / (a + b) }
+    if a + b == 0.0 {
+        0.0
+    } else {
+        2.0 * a * b / (a + b)
+    }
 }
 
 /// Pearson correlation of the indexed pairs (NaN when either side is constant).
@@ -251,11 +262,14 @@ mod tests {
     #[test]
     fn spearman_with_ties_by_hand() {
         // ranks of y = 2,4,5,4,5 are 1, 2.5, 4.5, 2.5, 4.5
-        assert_eq!(ranks(&[2.0, 4.0, 5.0, 4.0, 5.0]), vec![1.0, 2.5, 4.5, 2.5, 4.5]);
+        assert_eq!(
+            ranks(&[2.0, 4.0, 5.0, 4.0, 5.0]),
+            vec![1.0, 2.5, 4.5, 2.5, 4.5]
+        );
         let x = [1.0, 2.0, 3.0, 4.0, 5.0];
         let y = [2.0, 4.0, 5.0, 4.0, 5.0];
-        // Pearson of (1..5) with (1, 2.5, 4.5, 2.5, 4.5): Sxy = 7.5, Sxx = 10, Syy = 9
-        let expected = 7.5 / (10.0f64 * 9.0).sqrt();
+        // Pearson of (1..5) with (1, 2.5, 4.5, 2.5, 4.5): Sxy = 4 + 0.5 + 0 - 0.5 + 3 = 7, Sxx = 10, Syy = 9
+        let expected = 7.0 / (10.0f64 * 9.0).sqrt();
         assert!((spearman(&x, &y, &all(5)) - expected).abs() < 1e-12);
         // monotone but non-linear → 1
         assert!((spearman(&x, &[1.0, 8.0, 27.0, 64.0, 125.0], &all(5)) - 1.0).abs() < 1e-12);
@@ -267,13 +281,26 @@ mod tests {
         let pred = [true, true, false, false, true, false];
         let gold = [true, false, false, true, true, false];
         let c = Confusion::from_pairs(&pred, &gold, &all(6));
-        assert_eq!(c, Confusion { tp: 2, fp: 1, tn: 2, fn_: 1 });
+        assert_eq!(
+            c,
+            Confusion {
+                tp: 2,
+                fp: 1,
+                tn: 2,
+                fn_: 1
+            }
+        );
         assert!((c.precision() - 2.0 / 3.0).abs() < 1e-12);
         assert!((c.recall() - 2.0 / 3.0).abs() < 1e-12);
         assert!((c.f1() - 2.0 / 3.0).abs() < 1e-12);
         assert!((c.negative_f1() - 2.0 / 3.0).abs() < 1e-12);
         // asymmetric case: tp 3, fp 1, tn 0, fn 0 → F1 = 6/7, negative F1 = 0
-        let c = Confusion { tp: 3, fp: 1, tn: 0, fn_: 0 };
+        let c = Confusion {
+            tp: 3,
+            fp: 1,
+            tn: 0,
+            fn_: 0,
+        };
         assert!((c.f1() - 6.0 / 7.0).abs() < 1e-12);
         assert_eq!(c.negative_f1(), 0.0);
         assert!((c.balanced_f1() - 3.0 / 7.0).abs() < 1e-12);
@@ -291,7 +318,10 @@ mod tests {
         let y: Vec<f64> = x.iter().map(|v| v + ((v * 7.0) % 13.0) * 5.0).collect();
         let e = bootstrap(200, 1000, 7, |idx| pearson(&x, &y, idx));
         assert!(e.ci_low <= e.value && e.value <= e.ci_high, "{e:?}");
-        assert!(e.ci_high - e.ci_low > 0.0 && e.ci_high - e.ci_low < 0.2, "{e:?}");
+        assert!(
+            e.ci_high - e.ci_low > 0.0 && e.ci_high - e.ci_low < 0.2,
+            "{e:?}"
+        );
         // same seed, same interval
         assert_eq!(e, bootstrap(200, 1000, 7, |idx| pearson(&x, &y, idx)));
     }

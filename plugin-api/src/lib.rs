@@ -84,15 +84,19 @@ pub trait Aggregator {
     /// The plugin's own table from the user's config.
     type Config: DeserializeOwned + Default;
 
-    /// Reward for one judged sample.
-    fn aggregate(config: &Self::Config, ctx: &Context, item: &Scoring) -> Result<f64, String>;
+    /// Reward for one judged sample; `Ok(None)` when it is undefined for this item.
+    fn aggregate(
+        config: &Self::Config,
+        ctx: &Context,
+        item: &Scoring,
+    ) -> Result<Option<f64>, String>;
 
     /// Rewards for a batch; defaults to [`Aggregator::aggregate`] per item.
     fn aggregate_batch(
         config: &Self::Config,
         ctx: &Context,
         items: &[Scoring],
-    ) -> Vec<Result<f64, String>> {
+    ) -> Vec<Result<Option<f64>, String>> {
         items
             .iter()
             .map(|item| Self::aggregate(config, ctx, item))
@@ -140,6 +144,9 @@ macro_rules! export_plugin {
     // Stamps another contract version; only for the host's compatibility tests.
     (@stamped $api:expr, rubric: $plugin:ty) => {
         $crate::__stamp_metadata!($api, "rubric");
+        // Exports exist only in the component; a native build (unit tests,
+        // benchmarks) links the plugin as an ordinary library.
+        #[cfg(target_arch = "wasm32")]
         const _: () = {
             struct __VerifineExport;
             impl $crate::__private::rubric::exports::verifine::plugin::rubric_plugin::Guest
@@ -163,6 +170,9 @@ macro_rules! export_plugin {
     };
     (@stamped $api:expr, aggregator: $plugin:ty) => {
         $crate::__stamp_metadata!($api, "aggregator");
+        // Exports exist only in the component; a native build (unit tests,
+        // benchmarks) links the plugin as an ordinary library.
+        #[cfg(target_arch = "wasm32")]
         const _: () = {
             struct __VerifineExport;
             impl $crate::__private::aggregator::exports::verifine::plugin::aggregator_plugin::Guest
@@ -171,7 +181,9 @@ macro_rules! export_plugin {
                 fn aggregate(
                     ctx: $crate::Context,
                     items: ::std::vec::Vec<$crate::Scoring>,
-                ) -> ::std::vec::Vec<::std::result::Result<f64, ::std::string::String>> {
+                ) -> ::std::vec::Vec<
+                    ::std::result::Result<::std::option::Option<f64>, ::std::string::String>,
+                > {
                     $crate::__private::aggregate::<$plugin>(ctx, items)
                 }
             }
@@ -182,6 +194,9 @@ macro_rules! export_plugin {
     };
     (@stamped $api:expr, curriculum: $plugin:ty) => {
         $crate::__stamp_metadata!($api, "curriculum");
+        // Exports exist only in the component; a native build (unit tests,
+        // benchmarks) links the plugin as an ordinary library.
+        #[cfg(target_arch = "wasm32")]
         const _: () = {
             struct __VerifineExport;
             impl $crate::__private::curriculum::exports::verifine::plugin::curriculum_plugin::Guest
@@ -204,6 +219,9 @@ macro_rules! export_plugin {
     };
     (@stamped $api:expr, trigger: $plugin:ty) => {
         $crate::__stamp_metadata!($api, "trigger");
+        // Exports exist only in the component; a native build (unit tests,
+        // benchmarks) links the plugin as an ordinary library.
+        #[cfg(target_arch = "wasm32")]
         const _: () = {
             struct __VerifineExport;
             impl $crate::__private::trigger::exports::verifine::plugin::trigger_plugin::Guest
@@ -228,6 +246,7 @@ macro_rules! export_plugin {
 #[macro_export]
 macro_rules! __stamp_metadata {
     ($api:expr, $kind:literal) => {
+        #[cfg(target_arch = "wasm32")]
         const _: () = {
             const PARTS: &[&str] = &[
                 "api-version=",
@@ -322,7 +341,10 @@ pub mod __private {
         }
     }
 
-    pub fn aggregate<A: Aggregator>(ctx: Context, items: Vec<Scoring>) -> Vec<Result<f64, String>> {
+    pub fn aggregate<A: Aggregator>(
+        ctx: Context,
+        items: Vec<Scoring>,
+    ) -> Vec<Result<Option<f64>, String>> {
         match config::<A::Config>(&ctx) {
             Ok(config) => A::aggregate_batch(&config, &ctx, &items),
             Err(e) => items.iter().map(|_| Err(e.clone())).collect(),

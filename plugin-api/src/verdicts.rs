@@ -42,7 +42,9 @@ impl PrejudgedVerdict {
                     }
                     (Some(met), None) => Verdict::met(criterion, *met),
                     (None, None) => {
-                        return Err(format!("verdict on {criterion:?} has neither met nor score"));
+                        return Err(format!(
+                            "verdict on {criterion:?} has neither met nor score"
+                        ));
                     }
                 };
                 verdict.confidence = *confidence;
@@ -131,7 +133,10 @@ pub fn parse_yes_no(answer: &str) -> Result<bool, String> {
     match first_word {
         "yes" => Ok(true),
         "no" => Ok(false),
-        _ => Err(format!("answer is not YES or NO: {:?}", truncate(answer, 60))),
+        _ => Err(format!(
+            "answer is not YES or NO: {:?}",
+            truncate(answer, 60)
+        )),
     }
 }
 
@@ -218,7 +223,9 @@ pub fn judge_row_rubric(
             row.rubrics.len()
         ));
     }
-    let ids: Vec<String> = (0..row.rubrics.len()).map(|i| format!("item-{i}")).collect();
+    let ids: Vec<String> = (0..row.rubrics.len())
+        .map(|i| format!("item-{i}"))
+        .collect();
     let questions: Vec<BinaryQuestion> = row
         .rubrics
         .iter()
@@ -276,7 +283,9 @@ pub fn judge_described(sample: &Sample, criteria: &[Criterion]) -> Result<Vec<Ve
         .keys()
         .find(|k| !criteria.iter().any(|c| &c.id == *k))
     {
-        return Err(format!("context has a verdict on unknown criterion {unknown:?}"));
+        return Err(format!(
+            "context has a verdict on unknown criterion {unknown:?}"
+        ));
     }
     let questions: Vec<BinaryQuestion> = criteria
         .iter()

@@ -114,10 +114,13 @@ fn rows_by_id(path: &Path) -> Result<Vec<(String, usize, Value)>> {
     rows.into_iter()
         .enumerate()
         .map(|(i, row)| {
-            let id = row
-                .get("id")
-                .and_then(id_string)
-                .ok_or_else(|| anyhow!("{}: row {}: no string or number `id`", path.display(), i + 1))?;
+            let id = row.get("id").and_then(id_string).ok_or_else(|| {
+                anyhow!(
+                    "{}: row {}: no string or number `id`",
+                    path.display(),
+                    i + 1
+                )
+            })?;
             Ok((id, i + 1, row))
         })
         .collect()

@@ -3,7 +3,7 @@
 use crate::runtime::builtin::builtin_names;
 use crate::runtime::metadata::{check_api, read_metadata};
 use crate::runtime::{
-    Context, HOST_API_VERSION, MonitorPoint, PluginKind, PluginMetadata, Runtime, RubricInfo,
+    Context, HOST_API_VERSION, MonitorPoint, PluginKind, PluginMetadata, RubricInfo, Runtime,
 };
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
@@ -98,7 +98,9 @@ pub fn check(runtime: &Runtime, spec: &str) -> Result<String> {
                 evaluator_score: 0.0,
                 judge_reward: 0.0,
             };
-            instance.check(&ctx, &[point])?.map_err(anyhow::Error::msg)?;
+            instance
+                .check(&ctx, &[point])?
+                .map_err(anyhow::Error::msg)?;
         }
     }
     Ok(format!(

@@ -109,8 +109,13 @@ fn read_samples(path: &Path) -> Result<Vec<Sample>> {
     rows.into_iter()
         .enumerate()
         .map(|(i, row)| {
-            let id = id_string(&row.id)
-                .ok_or_else(|| anyhow!("{}: row {}: id must be a string or number", path.display(), i + 1))?;
+            let id = id_string(&row.id).ok_or_else(|| {
+                anyhow!(
+                    "{}: row {}: id must be a string or number",
+                    path.display(),
+                    i + 1
+                )
+            })?;
             if !seen.insert(id.clone()) {
                 bail!("{}: row {}: duplicate id {id:?}", path.display(), i + 1);
             }
@@ -119,7 +124,9 @@ fn read_samples(path: &Path) -> Result<Vec<Sample>> {
                 prompt: row.prompt,
                 response: row.response,
                 reference: row.reference,
-                context: row.context.map_or_else(|| "{}".to_string(), |c| c.to_string()),
+                context: row
+                    .context
+                    .map_or_else(|| "{}".to_string(), |c| c.to_string()),
                 metadata: row.metadata.into_iter().collect(),
             })
         })
@@ -144,7 +151,10 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
         .or_else(|| config.aggregator.as_ref().map(|s| s.plugin.clone()));
     let empty = serde_json::json!({});
     let rubric_config = rubric_slot.map_or(empty.clone(), |s| s.config_json());
-    let aggregator_config = config.aggregator.as_ref().map_or(empty, |s| s.config_json());
+    let aggregator_config = config
+        .aggregator
+        .as_ref()
+        .map_or(empty, |s| s.config_json());
 
     let samples = read_samples(&args.input)?;
     let runtime = Runtime::new(config.limits)?;
@@ -172,7 +182,9 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
         ProgressStyle::with_template("{bar:40} {pos}/{len} samples  {per_sec}  eta {eta}")
             .expect("valid template"),
     );
-    let scored = score_all(&function, &samples, batch_size, threads, &|n| bar.inc(n as u64))?;
+    let scored = score_all(&function, &samples, batch_size, threads, &|n| {
+        bar.inc(n as u64)
+    })?;
     bar.finish_and_clear();
 
     let rubric_provenance = function.rubric.provenance();

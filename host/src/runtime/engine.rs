@@ -94,8 +94,8 @@ impl SandboxEngine {
             }
         }
         let component = Component::new(&self.engine, bytes)
-                .map_err(anyhow::Error::from)
-                .context("compiling the component")?;
+            .map_err(anyhow::Error::from)
+            .context("compiling the component")?;
         if let Err(e) = store_atomically(&path, &component.serialize()?) {
             tracing::warn!("could not cache compiled code at {}: {e}", path.display());
         }
@@ -105,7 +105,9 @@ impl SandboxEngine {
     /// A short key for "compiled code from this engine can be loaded by that one".
     fn compatibility_key(&self) -> String {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.engine.precompile_compatibility_hash().hash(&mut hasher);
+        self.engine
+            .precompile_compatibility_hash()
+            .hash(&mut hasher);
         format!("{:016x}", hasher.finish())
     }
 }

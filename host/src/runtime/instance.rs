@@ -176,20 +176,21 @@ impl PluginInstance {
         samples: &[Sample],
     ) -> Result<Vec<Result<Judgment, String>>, PluginError> {
         let results = self.call("judge", |store, exports| match exports {
-            Exports::Rubric(r) => {
-                Some(r.verifine_plugin_rubric_plugin().call_judge(store, ctx, samples))
-            }
+            Exports::Rubric(r) => Some(
+                r.verifine_plugin_rubric_plugin()
+                    .call_judge(store, ctx, samples),
+            ),
             _ => None,
         })?;
         self.expect_count("judge", results, samples.len())
     }
 
-    /// Aggregates a batch: one reward (or error) per item, in order.
+    /// Aggregates a batch: one reward (none when undefined, or an error) per item, in order.
     pub fn aggregate(
         &mut self,
         ctx: &Context,
         items: &[Scoring],
-    ) -> Result<Vec<Result<f64, String>>, PluginError> {
+    ) -> Result<Vec<Result<Option<f64>, String>>, PluginError> {
         let results = self.call("aggregate", |store, exports| match exports {
             Exports::Aggregator(a) => Some(
                 a.verifine_plugin_aggregator_plugin()
@@ -214,7 +215,9 @@ impl PluginInstance {
             _ => None,
         })?;
         match result {
-            Ok(decisions) => self.expect_count("select", decisions, candidates.len()).map(Ok),
+            Ok(decisions) => self
+                .expect_count("select", decisions, candidates.len())
+                .map(Ok),
             Err(e) => Ok(Err(e)),
         }
     }
@@ -266,7 +269,10 @@ fn describe_error(error: &wasmtime::Error, stderr: &str) -> String {
         message.truncate(cut);
     }
     if !stderr.is_empty() {
-        message.push_str(&format!(" (plugin stderr: {})", stderr.replace('\n', " | ")));
+        message.push_str(&format!(
+            " (plugin stderr: {})",
+            stderr.replace('\n', " | ")
+        ));
     }
     message
 }

@@ -191,7 +191,13 @@ mod tests {
     #[test]
     fn refuses_core_modules_and_garbage() {
         let core_module = b"\0asm\x01\0\0\0";
-        assert!(matches!(read_metadata(core_module), Err(MetadataError::CoreModule)));
-        assert!(matches!(read_metadata(b"not wasm"), Err(MetadataError::NotWasm(_))));
+        assert!(matches!(
+            read_metadata(core_module),
+            Err(MetadataError::CoreModule)
+        ));
+        assert!(matches!(
+            read_metadata(b"not wasm"),
+            Err(MetadataError::NotWasm(_))
+        ));
     }
 }

@@ -129,8 +129,8 @@ impl Runtime {
     pub fn load(&self, spec: &str) -> Result<Arc<Plugin>> {
         let path = Path::new(spec);
         if path.exists() || spec.ends_with(".wasm") || spec.contains(std::path::MAIN_SEPARATOR) {
-            let bytes =
-                std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("reading plugin {}", path.display()))?;
             return self
                 .load_bytes(&bytes, &path.display().to_string())
                 .with_context(|| format!("loading plugin {}", path.display()));
@@ -168,12 +168,16 @@ impl Runtime {
         let component = self
             .engine
             .compile(bytes, &sha256, self.cache_dir.as_deref())?;
-        let instance_pre = self.linker.instantiate_pre(&component).map_err(anyhow::Error::from).with_context(|| {
-            format!(
-                "plugin {} imports something the host does not provide",
-                metadata.name
-            )
-        })?;
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(anyhow::Error::from)
+            .with_context(|| {
+                format!(
+                    "plugin {} imports something the host does not provide",
+                    metadata.name
+                )
+            })?;
         let not_exported = |interface: &str| {
             format!(
                 "plugin {} says it is a {} plugin but does not export verifine:plugin/{interface}",
@@ -182,7 +186,9 @@ impl Runtime {
         };
         let pre = match metadata.kind {
             PluginKind::Rubric => KindPre::Rubric(
-                rubric::RubricPre::new(instance_pre).map_err(anyhow::Error::from).with_context(|| not_exported("rubric-plugin"))?,
+                rubric::RubricPre::new(instance_pre)
+                    .map_err(anyhow::Error::from)
+                    .with_context(|| not_exported("rubric-plugin"))?,
             ),
             PluginKind::Aggregator => KindPre::Aggregator(
                 aggregator::AggregatorPre::new(instance_pre)

@@ -116,7 +116,14 @@ impl Rubric for Driving {
         let score = |id: &str| verdicts.iter().find(|v| v.criterion == id).unwrap().score;
         let s = scores(
             config,
-            ["action_match", "safety", "grounding", "coverage", "causality"].map(score),
+            [
+                "action_match",
+                "safety",
+                "grounding",
+                "coverage",
+                "causality",
+            ]
+            .map(score),
         );
         let coherence = score("coherence");
         let explanation = if score("action_match") < 0.5 {

@@ -73,7 +73,10 @@ mod tests {
 
     #[test]
     fn test_vector_from_the_healthbench_rules() {
-        assert_eq!(score(&[7.0, 5.0, 10.0, -6.0], &[true, false, true, true]), Some(0.5));
+        assert_eq!(
+            score(&[7.0, 5.0, 10.0, -6.0], &[true, false, true, true]),
+            Some(0.5)
+        );
     }
 
     #[test]

@@ -187,12 +187,13 @@ fn number_tokens(text: &str) -> Vec<NumberToken> {
                 digits.push(b as char);
             } else if b == b','
                 && !seen_point
-                && bytes.get(i + 1..i + 4).is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+                && bytes
+                    .get(i + 1..i + 4)
+                    .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
                 && !bytes.get(i + 4).is_some_and(u8::is_ascii_digit)
             {
                 // thousands separator: skip it
-            } else if b == b'.' && !seen_point && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
-            {
+            } else if b == b'.' && !seen_point && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
                 seen_point = true;
                 digits.push('.');
             } else {

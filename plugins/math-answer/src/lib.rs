@@ -97,10 +97,22 @@ mod tests {
 
     #[test]
     fn finds_marked_answers_in_priority_order() {
-        assert_eq!(final_answer("so \\boxed{42}. A: 7"), Some((Marker::Boxed, 42.0)));
-        assert_eq!(final_answer("work\n#### 1,234"), Some((Marker::Hashes, 1234.0)));
-        assert_eq!(final_answer("x\nA: $18.00."), Some((Marker::AnswerPrefix, 18.0)));
-        assert_eq!(final_answer("it is 3 then 5"), Some((Marker::LastNumber, 5.0)));
+        assert_eq!(
+            final_answer("so \\boxed{42}. A: 7"),
+            Some((Marker::Boxed, 42.0))
+        );
+        assert_eq!(
+            final_answer("work\n#### 1,234"),
+            Some((Marker::Hashes, 1234.0))
+        );
+        assert_eq!(
+            final_answer("x\nA: $18.00."),
+            Some((Marker::AnswerPrefix, 18.0))
+        );
+        assert_eq!(
+            final_answer("it is 3 then 5"),
+            Some((Marker::LastNumber, 5.0))
+        );
         assert_eq!(final_answer("no digits here"), None);
     }
 
@@ -135,7 +147,10 @@ mod tests {
         let config = Config::default();
         let judge = |response: &str| {
             let sample = Sample::new("s", "q", response).with_reference("#### 18");
-            MathAnswer::judge(&config, &ctx, &sample).unwrap().total.unwrap()
+            MathAnswer::judge(&config, &ctx, &sample)
+                .unwrap()
+                .total
+                .unwrap()
         };
         assert!((judge("A: 18") - 1.0).abs() < 1e-12);
         assert!((judge("A: 17") - 0.1).abs() < 1e-12);

@@ -52,8 +52,12 @@ impl Rubric for Navigation {
     fn describe() -> RubricInfo {
         RubricInfo::new("navigation", env!("CARGO_PKG_VERSION"))
             .criterion(
-                Criterion::new("safety", "The planned motion avoids collisions and hazards", 0.0)
-                    .in_dimension("gate"),
+                Criterion::new(
+                    "safety",
+                    "The planned motion avoids collisions and hazards",
+                    0.0,
+                )
+                .in_dimension("gate"),
             )
             .criterion(
                 Criterion::new(

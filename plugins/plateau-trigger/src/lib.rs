@@ -118,19 +118,28 @@ mod tests {
 
     #[test]
     fn holds_while_improving_in_step_with_the_judge() {
-        let h = history(&[10.0, 11.0, 12.0, 13.0, 14.0], &[10.0, 11.0, 12.0, 13.0, 14.0]);
+        let h = history(
+            &[10.0, 11.0, 12.0, 13.0, 14.0],
+            &[10.0, 11.0, 12.0, 13.0, 14.0],
+        );
         assert!(!check(&h).fire);
     }
 
     #[test]
     fn fires_on_a_plateau() {
-        let h = history(&[10.0, 10.1, 10.2, 10.2, 10.3], &[10.0, 10.1, 10.2, 10.2, 10.3]);
+        let h = history(
+            &[10.0, 10.1, 10.2, 10.2, 10.3],
+            &[10.0, 10.1, 10.2, 10.2, 10.3],
+        );
         assert!(check(&h).fire);
     }
 
     #[test]
     fn fires_when_judge_and_evaluator_diverge() {
-        let h = history(&[10.0, 11.0, 12.0, 13.0, 14.0], &[10.0, 12.0, 14.0, 16.0, 18.0]);
+        let h = history(
+            &[10.0, 11.0, 12.0, 13.0, 14.0],
+            &[10.0, 12.0, 14.0, 16.0, 18.0],
+        );
         let decision = check(&h);
         assert!(decision.fire, "{}", decision.reason);
         assert!(decision.reason.contains("judge reward"));

@@ -51,7 +51,11 @@ fn cells(candidate: &Candidate) -> Vec<((String, String), f64)> {
     }
     scenarios
         .iter()
-        .flat_map(|s| dimensions.iter().map(move |(d, m)| ((s.clone(), d.clone()), *m)))
+        .flat_map(|s| {
+            dimensions
+                .iter()
+                .map(move |(d, m)| ((s.clone(), d.clone()), *m))
+        })
         .collect()
 }
 
@@ -100,12 +104,13 @@ impl Curriculum for WeaknessCurriculum {
                 let (cell, w) = cells
                     .iter()
                     .map(|(cell, _)| (cell, weakness(cell)))
-                    .fold(None, |best: Option<(&(String, String), f64)>, (c, w)| {
-                        match best {
+                    .fold(
+                        None,
+                        |best: Option<(&(String, String), f64)>, (c, w)| match best {
                             Some((_, bw)) if bw >= w => best,
                             _ => Some((c, w)),
-                        }
-                    })
+                        },
+                    )
                     .expect("every candidate has at least one cell");
                 CurriculumDecision {
                     selection: Selection::Keep(config.base_priority + config.gain * w),
@@ -122,7 +127,13 @@ export_plugin!(curriculum: WeaknessCurriculum);
 mod tests {
     use super::*;
 
-    fn candidate(id: &str, tag: &str, dim: &str, scores: &[f64], reference: Option<f64>) -> Candidate {
+    fn candidate(
+        id: &str,
+        tag: &str,
+        dim: &str,
+        scores: &[f64],
+        reference: Option<f64>,
+    ) -> Candidate {
         Candidate {
             sample_id: id.into(),
             tags: vec![tag.into()],
@@ -151,7 +162,8 @@ mod tests {
             candidate("b", "scenario:highway", "causality", &[0.9, 1.0], None),
             candidate("c", "scenario:merge", "safety", &[1.0], Some(0.1)),
         ];
-        let d = WeaknessCurriculum::select(&Config::default(), &Context::at_step(0), &batch).unwrap();
+        let d =
+            WeaknessCurriculum::select(&Config::default(), &Context::at_step(0), &batch).unwrap();
         assert!(priority(&d[0]) > priority(&d[1]));
         assert!(d[0].reason.contains("scenario:merge × causality"));
         assert!(matches!(d[2].selection, Selection::Drop));

@@ -1,7 +1,8 @@
 //! `weighted-sum`: the default aggregator.
 //!
 //! reward = Σ weight·score / Σ positive weights, clamped to [0, 1]. Negative
-//! weights penalize; a criterion without a verdict counts as score 0.
+//! weights penalize; a criterion without a verdict counts as score 0. With no
+//! positive weight the reward is undefined (none), as HealthBench rules.
 
 use verifine_plugin_api::*;
 
@@ -11,22 +12,22 @@ pub struct WeightedSum;
 impl Aggregator for WeightedSum {
     type Config = NoConfig;
 
-    fn aggregate(_: &NoConfig, _: &Context, item: &Scoring) -> Result<f64, String> {
+    fn aggregate(_: &NoConfig, _: &Context, item: &Scoring) -> Result<Option<f64>, String> {
         let positive: f64 = item.criteria.iter().map(|c| c.weight.max(0.0)).sum();
         if positive <= 0.0 {
-            return Err("no criterion has a positive weight".to_string());
+            return Ok(None);
         }
         let mut sum = 0.0;
         for verdict in &item.judgment.verdicts {
-            let weight = item.weight_of(&verdict.criterion).ok_or_else(|| {
-                format!("verdict on unknown criterion {:?}", verdict.criterion)
-            })?;
+            let weight = item
+                .weight_of(&verdict.criterion)
+                .ok_or_else(|| format!("verdict on unknown criterion {:?}", verdict.criterion))?;
             if !verdict.score.is_finite() {
                 return Err(format!("non-finite score for {:?}", verdict.criterion));
             }
             sum += weight * verdict.score;
         }
-        Ok((sum / positive).clamp(0.0, 1.0))
+        Ok(Some((sum / positive).clamp(0.0, 1.0)))
     }
 }
 
@@ -53,24 +54,31 @@ mod tests {
         }
     }
 
-    fn reward(weights: &[f64], scores: &[f64]) -> Result<f64, String> {
-        WeightedSum::aggregate(&NoConfig {}, &Context::at_step(0), &scoring(weights, scores))
+    fn reward(weights: &[f64], scores: &[f64]) -> Result<Option<f64>, String> {
+        WeightedSum::aggregate(
+            &NoConfig {},
+            &Context::at_step(0),
+            &scoring(weights, scores),
+        )
     }
 
     #[test]
     fn divides_by_positive_weights_only() {
         // (7 + 10 - 6) / 22 = 0.5
-        assert_eq!(reward(&[7.0, 5.0, 10.0, -6.0], &[1.0, 0.0, 1.0, 1.0]), Ok(0.5));
+        assert_eq!(
+            reward(&[7.0, 5.0, 10.0, -6.0], &[1.0, 0.0, 1.0, 1.0]),
+            Ok(Some(0.5))
+        );
     }
 
     #[test]
     fn clamps_to_unit_interval() {
-        assert_eq!(reward(&[1.0, -5.0], &[0.0, 1.0]), Ok(0.0));
+        assert_eq!(reward(&[1.0, -5.0], &[0.0, 1.0]), Ok(Some(0.0)));
     }
 
     #[test]
-    fn refuses_rubrics_without_positive_weight() {
-        assert!(reward(&[-1.0], &[1.0]).is_err());
+    fn undefined_without_positive_weight() {
+        assert_eq!(reward(&[-1.0], &[1.0]), Ok(None));
     }
 
     #[test]

@@ -17,7 +17,10 @@ impl Rubric for Short {
         ctx: &Context,
         samples: &[Sample],
     ) -> Vec<Result<Judgment, String>> {
-        let mut all: Vec<_> = samples.iter().map(|s| Self::judge(config, ctx, s)).collect();
+        let mut all: Vec<_> = samples
+            .iter()
+            .map(|s| Self::judge(config, ctx, s))
+            .collect();
         all.pop();
         all
     }
