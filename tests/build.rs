@@ -1,4 +1,5 @@
-//! Builds the hostile plugins the sandbox tests load.
+//! Builds the plugins the tests load: hostile ones for the sandbox tests and
+//! the README's example plugin.
 
 use std::path::PathBuf;
 
@@ -8,6 +9,8 @@ const HOSTILE: &[&str] = &[
     "hostile-panicker",
     "hostile-future-api",
     "hostile-wrong-count",
+    // The README's example plugin, built the way an author builds it.
+    "concise",
 ];
 
 fn main() {
@@ -17,6 +20,7 @@ fn main() {
         manifest_dir.join("plugins"),
         workspace.join("plugin-api"),
         workspace.join("wit"),
+        workspace.join("examples").join("concise-rubric"),
     ]);
     for artifact in verifine_wasm_build::build_components(&workspace, HOSTILE) {
         let var = artifact.package.to_uppercase().replace('-', "_");

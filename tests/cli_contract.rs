@@ -6,7 +6,7 @@ use verifine::commands::agree::{AgreeArgs, Mode, agree};
 use verifine::commands::plugin::{check, inspect, list};
 use verifine::commands::score::{ScoreArgs, score};
 use verifine::runtime::{Limits, Runtime};
-use verifine_tests::{hostile, scratch_dir, write_rows};
+use verifine_tests::{EXAMPLE_CONCISE, hostile, scratch_dir, write_rows};
 
 fn math_args(dir: &std::path::Path) -> ScoreArgs {
     ScoreArgs {
@@ -228,4 +228,41 @@ fn plugin_list_inspect_and_check() {
     let future = inspect(&runtime, hostile::FUTURE_API).unwrap();
     assert!(!future.compatible);
     assert!(check(&runtime, hostile::FUTURE_API).is_err());
+}
+
+#[test]
+fn the_readme_example_plugin_scores_by_path_with_its_config() {
+    let dir = scratch_dir("example-plugin");
+    write_rows(
+        &dir.join("in.jsonl"),
+        &[
+            json!({"id": "short", "prompt": "q", "response": "2 + 2 = 4\n#### 4"}),
+            json!({"id": "long", "prompt": "q", "response": "word ".repeat(50)}),
+        ],
+    );
+    std::fs::write(
+        dir.join("score.toml"),
+        format!("[rubric]\nplugin = {EXAMPLE_CONCISE:?}\nconfig = {{ max_words = 40 }}\n"),
+    )
+    .unwrap();
+    let summary = score(&ScoreArgs {
+        rubric: None,
+        config: Some(dir.join("score.toml")),
+        ..math_args(&dir)
+    })
+    .unwrap();
+    assert_eq!(summary.rubric.name, "concise");
+    assert_eq!(summary.aggregator.name, "weighted-sum");
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("out.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["total"], json!(1.0));
+    assert_eq!(rows[1]["total"], json!(0.0));
+    assert_eq!(
+        rows[1]["verdicts"][1]["explanation"],
+        json!("50 words (budget 40)")
+    );
+    assert_eq!(rows[1]["aggregator"]["name"], json!("weighted-sum"));
 }

@@ -6,6 +6,8 @@
 //! (batches through plugins) → [`runtime`] (the sandbox). [`data`] and
 //! [`stats`] are leaf utilities.
 
+#![warn(missing_docs)]
+
 pub mod commands;
 pub mod data;
 pub mod runtime;

@@ -29,6 +29,8 @@
 //! contract version, the plugin kind and the crate's name and version into a
 //! custom section, which the host reads before it compiles anything.
 
+#![warn(missing_docs)]
+
 mod builders;
 mod host_calls;
 pub mod verdicts;
@@ -268,6 +270,7 @@ macro_rules! __stamp_metadata {
 }
 
 #[doc(hidden)]
+#[allow(missing_docs)]
 pub mod __private {
     //! Generated bindings and the glue [`export_plugin!`](crate::export_plugin) expands to.
 

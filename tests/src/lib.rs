@@ -50,6 +50,9 @@ pub mod hostile {
     pub const WRONG_COUNT: &str = env!("HOSTILE_WRONG_COUNT");
 }
 
+/// The README's example plugin (examples/concise-rubric), built for wasm32-wasip2.
+pub const EXAMPLE_CONCISE: &str = env!("CONCISE");
+
 /// Writes rows as JSONL.
 pub fn write_rows(path: &Path, rows: &[serde_json::Value]) {
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();

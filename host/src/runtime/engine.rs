@@ -84,11 +84,14 @@ impl SandboxEngine {
                 .context("compiling the component");
         };
         let path = dir.join(format!("{sha256}-{}.cwasm", self.compatibility_key()));
-        if path.exists() {
-            // SAFETY: the file was written by `Component::serialize` of an engine
-            // with the same compatibility hash, under a name keyed by the sha256
-            // of the source bytes; the cache directory is the user's own.
-            match unsafe { Component::deserialize_file(&self.engine, &path) } {
+        // Read into memory rather than map the file: a mapping of a file that
+        // someone truncates later would fault (SIGBUS) while the code runs.
+        if let Ok(cached) = std::fs::read(&path) {
+            // SAFETY: cache entries are written only by `Component::serialize`
+            // of an engine with the same compatibility hash, under a name keyed
+            // by the sha256 of the source bytes, in the user's own cache
+            // directory; wasmtime still checks the header and rejects other files.
+            match unsafe { Component::deserialize(&self.engine, &cached) } {
                 Ok(component) => return Ok(component),
                 Err(e) => tracing::warn!("ignoring unreadable cache entry {}: {e}", path.display()),
             }

@@ -32,10 +32,12 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The call budget as a duration.
     pub fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.call_timeout_ms)
     }
 
+    /// The memory cap in bytes (saturating on 32-bit hosts).
     pub fn memory_bytes(&self) -> usize {
         usize::try_from(self.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
     }
@@ -71,6 +73,7 @@ pub struct Plugin {
 }
 
 impl Plugin {
+    /// Name, version and sha256, to stamp on every result this plugin produces.
     pub fn provenance(&self) -> Provenance {
         Provenance {
             name: self.metadata.name.clone(),
@@ -79,6 +82,7 @@ impl Plugin {
         }
     }
 
+    /// The kind the plugin declares (and was checked to export).
     pub fn kind(&self) -> PluginKind {
         self.metadata.kind
     }
@@ -121,29 +125,31 @@ impl Runtime {
         })
     }
 
+    /// The limits every instance of this runtime's plugins gets.
     pub fn limits(&self) -> Limits {
         self.limits
     }
 
-    /// Loads a built-in plugin by name, or a component file by path.
+    /// Loads a built-in plugin by name, or a component file by path. A bare
+    /// name that matches a built-in plugin means the built-in one.
     pub fn load(&self, spec: &str) -> Result<Arc<Plugin>> {
-        let path = Path::new(spec);
-        if path.exists() || spec.ends_with(".wasm") || spec.contains(std::path::MAIN_SEPARATOR) {
-            let bytes = std::fs::read(path)
-                .with_context(|| format!("reading plugin {}", path.display()))?;
+        let builtin = BUILTIN_PLUGINS.iter().find(|(name, _)| *name == spec);
+        if let Some((name, bytes)) = builtin {
             return self
-                .load_bytes(&bytes, &path.display().to_string())
-                .with_context(|| format!("loading plugin {}", path.display()));
-        }
-        match BUILTIN_PLUGINS.iter().find(|(name, _)| *name == spec) {
-            Some((name, bytes)) => self
                 .load_bytes(bytes, &format!("builtin:{name}"))
-                .with_context(|| format!("loading built-in plugin {name}")),
-            None => bail!(
+                .with_context(|| format!("loading built-in plugin {name}"));
+        }
+        let path = Path::new(spec);
+        if !path.exists() && !spec.ends_with(".wasm") && !spec.contains(std::path::MAIN_SEPARATOR) {
+            bail!(
                 "no plugin named {spec:?} and no such file; built-in plugins: {}",
                 builtin_names().join(", ")
-            ),
+            );
         }
+        let bytes =
+            std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
+        self.load_bytes(&bytes, &path.display().to_string())
+            .with_context(|| format!("loading plugin {}", path.display()))
     }
 
     /// Like [`Runtime::load`], and insists on the kind.
@@ -214,5 +220,69 @@ impl Runtime {
             engine: self.engine.clone(),
             limits: self.limits,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("verifine-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn compiled_code_is_cached_and_a_corrupt_entry_is_replaced() {
+        let cache = scratch("code-cache");
+        let runtime = Runtime::with_cache(Limits::default(), Some(cache.clone())).unwrap();
+        let first = runtime.load("weighted-sum").unwrap();
+        let entries: Vec<PathBuf> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(entries.len(), 1);
+        let entry = &entries[0];
+        assert!(
+            entry
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&first.sha256)
+        );
+
+        // A second load is served from the cache and behaves the same.
+        let second = runtime.load("weighted-sum").unwrap();
+        assert_eq!(second.provenance(), first.provenance());
+
+        // A damaged entry is ignored, recompiled and rewritten.
+        std::fs::write(entry, b"garbage").unwrap();
+        let third = runtime.load("weighted-sum").unwrap();
+        assert!(
+            third
+                .instance()
+                .aggregate(
+                    &crate::runtime::Context {
+                        step: 0,
+                        round: 0,
+                        config: "{}".into(),
+                    },
+                    &[]
+                )
+                .unwrap()
+                .is_empty()
+        );
+        assert_ne!(std::fs::read(entry).unwrap(), b"garbage");
+    }
+
+    #[test]
+    fn unknown_names_list_the_built_in_plugins() {
+        let runtime = Runtime::with_cache(Limits::default(), None).unwrap();
+        let err = runtime.load("nope").err().unwrap().to_string();
+        assert!(
+            err.contains("math-answer") && err.contains("plateau-trigger"),
+            "{err}"
+        );
     }
 }

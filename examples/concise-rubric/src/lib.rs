@@ -1,0 +1,50 @@
+//! An example rubric plugin, the one the README walks through: rewards
+//! responses that mark a final answer and stay under a word budget.
+
+use serde::Deserialize;
+use verifine_plugin_api::*;
+
+/// `[rubric.config]` in the run's TOML.
+#[derive(Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub max_words: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { max_words: 120 }
+    }
+}
+
+pub struct Concise;
+
+impl Rubric for Concise {
+    type Config = Config;
+
+    fn describe() -> RubricInfo {
+        RubricInfo::new("concise", env!("CARGO_PKG_VERSION"))
+            .criterion(Criterion::new(
+                "marked",
+                "Ends with a marked final answer",
+                1.0,
+            ))
+            .criterion(Criterion::new(
+                "concise",
+                "Stays within the word budget",
+                1.0,
+            ))
+    }
+
+    fn judge(config: &Config, _: &Context, sample: &Sample) -> Result<Judgment, String> {
+        let words = sample.response.split_whitespace().count();
+        let marked = sample.response.contains("####") || sample.response.contains("\\boxed{");
+        Ok(Judgment::from_verdicts(vec![
+            Verdict::met("marked", marked),
+            Verdict::met("concise", words <= config.max_words)
+                .because(format!("{words} words (budget {})", config.max_words)),
+        ]))
+    }
+}
+
+export_plugin!(rubric: Concise);
