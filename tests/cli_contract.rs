@@ -6,7 +6,7 @@ use verifine::commands::agree::{AgreeArgs, Mode, agree};
 use verifine::commands::plugin::{check, inspect, list};
 use verifine::commands::score::{ScoreArgs, score};
 use verifine::runtime::{Limits, Runtime};
-use verifine_tests::{EXAMPLE_CONCISE, hostile, scratch_dir, write_rows};
+use verifine_tests::{EXAMPLE_CONCISE, hostile, read_rows, scratch_dir, write_rows};
 
 fn math_args(dir: &std::path::Path) -> ScoreArgs {
     ScoreArgs {
@@ -85,11 +85,7 @@ fn output_rows_carry_provenance_and_per_row_errors() {
     );
     let summary = score(&math_args(&dir)).unwrap();
     assert_eq!((summary.n, summary.scored, summary.errors), (2, 1, 1));
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("out.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows: Vec<serde_json::Value> = read_rows(&dir.join("out.jsonl"));
     assert_eq!(rows[0]["total"], json!(1.0));
     assert_eq!(rows[0]["plugin"]["name"], json!("math-answer"));
     assert_eq!(rows[0]["plugin"]["sha256"].as_str().unwrap().len(), 64);
@@ -253,11 +249,7 @@ fn the_readme_example_plugin_scores_by_path_with_its_config() {
     .unwrap();
     assert_eq!(summary.rubric.name, "concise");
     assert_eq!(summary.aggregator.name, "weighted-sum");
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("out.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows: Vec<serde_json::Value> = read_rows(&dir.join("out.jsonl"));
     assert_eq!(rows[0]["total"], json!(1.0));
     assert_eq!(rows[1]["total"], json!(0.0));
     assert_eq!(

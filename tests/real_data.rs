@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use verifine::commands::agree::{AgreeArgs, Mode, agree};
 use verifine::commands::score::{OutputRow, ScoreArgs, score};
-use verifine_tests::{scratch_dir, shared_data, write_rows};
+use verifine_tests::{read_rows, scratch_dir, shared_data, write_rows};
 
 const SOLUTION_KEYS: [&str; 4] = [
     "6b_finetuning",
@@ -58,11 +58,7 @@ fn math_answer_agrees_with_gsm8k_correctness_labels() {
     let accuracy = report.metrics["accuracy"];
     if accuracy.value < 0.999 {
         // Name the disagreements so a regression is easy to read.
-        let rows: Vec<OutputRow> = std::fs::read_to_string(&output)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let rows: Vec<OutputRow> = read_rows(&output);
         let wrong: Vec<String> = rows
             .iter()
             .zip(&gold)
@@ -132,11 +128,7 @@ fn healthbench_examples_score_with_verdicts_in_context() {
     })
     .unwrap();
     assert_eq!(summary.errors, 0);
-    let rows: Vec<OutputRow> = std::fs::read_to_string(&output)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows: Vec<OutputRow> = read_rows(&output);
     for (row, expected) in rows.iter().zip(&expected) {
         match (row.total, expected) {
             (Some(total), Some(e)) => {

@@ -6,8 +6,7 @@
 //! return only verdicts — the default aggregator's (`weighted-sum`).
 
 use crate::runtime::{
-    Context, Criterion, Judgment, Plugin, PluginInstance, PluginKind, Provenance, Runtime, Sample,
-    Scoring,
+    Context, Criterion, Judgment, Plugin, PluginInstance, PluginKind, Runtime, Sample, Scoring,
 };
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
@@ -20,9 +19,13 @@ pub const DEFAULT_AGGREGATOR: &str = "weighted-sum";
 /// Which plugins make up the reward, with their config tables (as JSON).
 #[derive(Clone)]
 pub struct RewardFunction {
+    /// The rubric that judges each sample.
     pub rubric: Arc<Plugin>,
+    /// The rubric's config table, as the JSON its context carries.
     pub rubric_config: String,
+    /// The named aggregator, or [`DEFAULT_AGGREGATOR`].
     pub aggregator: Arc<Plugin>,
+    /// The aggregator's config table, as JSON.
     pub aggregator_config: String,
     /// Whether the aggregator was chosen by the user (then it always decides the total).
     pub aggregator_explicit: bool,
@@ -69,11 +72,14 @@ impl RewardFunction {
 /// `error`) or the rubric defines no score for it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScoredSample {
+    /// The reward; `None` on failure (see `error`) or when undefined.
     pub total: Option<f64>,
     /// The rubric's own total, when an explicit aggregator replaced it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rubric_total: Option<f64>,
+    /// The rubric's judgment; `None` when judging failed.
     pub judgment: Option<Judgment>,
+    /// Why there is no total: the rubric's or aggregator's error, or a non-finite total.
     pub error: Option<String>,
 }
 
@@ -177,11 +183,10 @@ impl Scorer {
             })
             .collect()
     }
-
-    pub fn rubric_provenance(&self) -> Provenance {
-        self.function.rubric.provenance()
-    }
 }
+
+/// What one scoring worker returns: the batches it scored, by batch index.
+type WorkerResult = Result<Vec<(usize, Vec<ScoredSample>)>>;
 
 /// Scores every sample in batches of `batch_size` over `threads` workers,
 /// each with its own plugin instances. Results come back in input order;
@@ -199,10 +204,10 @@ pub fn score_all(
     let next = AtomicUsize::new(0);
     let mut per_batch: Vec<Option<Vec<ScoredSample>>> = vec![None; batches.len()];
 
-    let finished: Vec<Result<Vec<(usize, Vec<ScoredSample>)>>> = std::thread::scope(|scope| {
+    let finished: Vec<WorkerResult> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
-                scope.spawn(|| -> Result<Vec<(usize, Vec<ScoredSample>)>> {
+                scope.spawn(|| -> WorkerResult {
                     let mut scorer = function.scorer()?;
                     let mut done = Vec::new();
                     loop {

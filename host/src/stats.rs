@@ -11,10 +11,12 @@ use serde::Serialize;
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {
+    /// A generator seeded with `seed`; the same seed gives the same stream.
     pub fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
 
+    /// The next 64 pseudo-random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -33,10 +35,13 @@ impl SplitMix64 {
 /// a correlation of a constant series) serializes as null.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Estimate {
+    /// The statistic on the full sample (NaN when undefined).
     #[serde(serialize_with = "finite_or_null")]
     pub value: f64,
+    /// Lower bound of the 95% interval (2.5th percentile of the resamples).
     #[serde(serialize_with = "finite_or_null")]
     pub ci_low: f64,
+    /// Upper bound of the 95% interval (97.5th percentile of the resamples).
     #[serde(serialize_with = "finite_or_null")]
     pub ci_high: f64,
 }
@@ -117,13 +122,18 @@ pub fn bootstrap_mean_std(values: &[f64], resamples: usize, seed: u64) -> (f64, 
 /// Counts of a binary confusion matrix.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Confusion {
+    /// True positives: predicted and gold both positive.
     pub tp: usize,
+    /// False positives: predicted positive, gold negative.
     pub fp: usize,
+    /// True negatives: predicted and gold both negative.
     pub tn: usize,
+    /// False negatives: predicted negative, gold positive (`fn` is a keyword).
     pub fn_: usize,
 }
 
 impl Confusion {
+    /// Counts the pairs at `indices`; a repeated index counts again, as bootstrap resamples need.
     pub fn from_pairs(pred: &[bool], gold: &[bool], indices: &[usize]) -> Self {
         let mut c = Confusion::default();
         for &i in indices {
@@ -137,6 +147,7 @@ impl Confusion {
         c
     }
 
+    /// Share of pairs where prediction and gold agree (0 when there are none).
     pub fn accuracy(&self) -> f64 {
         ratio(self.tp + self.tn, self.tp + self.tn + self.fp + self.fn_)
     }
@@ -151,6 +162,7 @@ impl Confusion {
         ratio(self.tp, self.tp + self.fn_)
     }
 
+    /// F1 of the positive class: harmonic mean of precision and recall.
     pub fn f1(&self) -> f64 {
         harmonic(self.precision(), self.recall())
     }

@@ -12,12 +12,19 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum PrejudgedVerdict {
+    /// Met or not: a binary verdict scoring 1 or 0.
     Flag(bool),
+    /// A graded verdict; the score is clamped to [0, 1].
     Score(f64),
+    /// The full form; needs `met` or `score`.
     Detailed {
+        /// Whether the criterion is met; alone, it scores 1 or 0.
         met: Option<bool>,
+        /// Degree the criterion holds; when given, it sets the score and `met` is kept as is.
         score: Option<f64>,
+        /// The grader's confidence, copied as given (not clamped).
         confidence: Option<f64>,
+        /// Why the grader decided so.
         explanation: Option<String>,
     },
 }
@@ -178,9 +185,12 @@ mod tests {
 /// One rubric item that came with a data row (HealthBench / PRBench format).
 #[derive(Debug, Clone, Deserialize)]
 pub struct RubricItem {
+    /// The criterion text; becomes the description the judge model is asked about.
     pub criterion: String,
+    /// Signed weight (`weight` is accepted too); negative points penalize.
     #[serde(alias = "weight")]
     pub points: f64,
+    /// Free-form tags; an `axis:NAME` tag sets the criterion's dimension.
     #[serde(default)]
     pub tags: Vec<String>,
     /// A pre-judged verdict for this item.
@@ -193,7 +203,9 @@ pub struct RubricItem {
 /// as an alternative to `met` on each item).
 #[derive(Debug, Clone, Deserialize)]
 pub struct RowRubric {
+    /// The row's items, in order; item i becomes criterion `item-i`.
     pub rubrics: Vec<RubricItem>,
+    /// Verdicts parallel to `rubrics` (same length); an item's own `met` wins.
     #[serde(default)]
     pub verdicts: Option<Vec<PrejudgedVerdict>>,
 }
@@ -201,9 +213,13 @@ pub struct RowRubric {
 /// Row-level items after judging: criteria `item-0`, `item-1`, … in row order.
 #[derive(Debug, Clone)]
 pub struct JudgedRow {
+    /// One criterion per item, its dimension taken from an `axis:` tag.
     pub criteria: Vec<Criterion>,
+    /// One verdict per item, in row order.
     pub verdicts: Vec<Verdict>,
+    /// Each item's points, in row order.
     pub points: Vec<f64>,
+    /// Whether each item was met; a verdict without `met` counts as met at score ≥ 0.5.
     pub met: Vec<bool>,
 }
 

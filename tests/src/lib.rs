@@ -53,6 +53,15 @@ pub mod hostile {
 /// The README's example plugin (examples/concise-rubric), built for wasm32-wasip2.
 pub const EXAMPLE_CONCISE: &str = env!("CONCISE");
 
+/// Reads a JSONL file written by `verifine score` (or any JSONL) into rows.
+pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 /// Writes rows as JSONL.
 pub fn write_rows(path: &Path, rows: &[serde_json::Value]) {
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();

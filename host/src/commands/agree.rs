@@ -12,15 +12,20 @@ use std::path::{Path, PathBuf};
 /// Arguments of `verifine agree`.
 #[derive(Debug, Clone)]
 pub struct AgreeArgs {
+    /// JSONL of predictions, one row per `id`.
     pub pred: PathBuf,
+    /// JSONL of gold labels, joined with the predictions on `id`.
     pub gold: PathBuf,
     /// Field of the prediction rows (dotted path, e.g. `sub.score`).
     pub pred_field: String,
+    /// Field of the gold rows (dotted path).
     pub gold_field: String,
     /// Turns numbers into labels (value ≥ threshold is positive). Without it,
     /// two numeric fields are compared as scores.
     pub threshold: Option<f64>,
+    /// Bootstrap resamples per interval; 0 leaves the intervals undefined (null).
     pub resamples: usize,
+    /// Seeds the bootstrap, so intervals are reproducible.
     pub seed: u64,
 }
 
@@ -43,19 +48,26 @@ impl AgreeArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
+    /// Labels: with a threshold, or when either side holds booleans (threshold 0.5).
     Binary,
+    /// Scores: both fields numeric and no threshold given.
     Continuous,
 }
 
 /// The agreement report (`--json` prints it as is).
 #[derive(Debug, Clone, Serialize)]
 pub struct AgreeReport {
+    /// Joined rows with both fields present: the rows every metric covers.
     pub n: usize,
+    /// Whether labels or scores were compared.
     pub mode: Mode,
+    /// The threshold that turned numbers into labels (binary mode only).
     pub threshold: Option<f64>,
+    /// Each metric by name, with its bootstrap interval.
     pub metrics: BTreeMap<String, Estimate>,
-    /// Ids only in the predictions / only in the gold file.
+    /// Prediction rows whose id is not in the gold file.
     pub unmatched_pred: usize,
+    /// Gold rows whose id is not in the predictions.
     pub unmatched_gold: usize,
     /// Joined rows where either field was missing or null.
     pub missing_values: usize,
@@ -206,6 +218,12 @@ pub fn agree(args: &AgreeArgs) -> Result<AgreeReport> {
     })
 }
 
+/// A named metric of a confusion matrix.
+type BinaryMetric = (&'static str, fn(&Confusion) -> f64);
+
+/// A named metric of the indexed (prediction, gold) pairs.
+type ContinuousMetric = (&'static str, fn(&[f64], &[f64], &[usize]) -> f64);
+
 /// Accuracy, precision, recall, F1 and balanced F1 with bootstrap intervals.
 pub fn binary_metrics(
     pred: &[bool],
@@ -213,7 +231,7 @@ pub fn binary_metrics(
     resamples: usize,
     seed: u64,
 ) -> BTreeMap<String, Estimate> {
-    let metrics: [(&str, fn(&Confusion) -> f64); 5] = [
+    let metrics: [BinaryMetric; 5] = [
         ("accuracy", Confusion::accuracy),
         ("precision", Confusion::precision),
         ("recall", Confusion::recall),
@@ -238,7 +256,7 @@ pub fn continuous_metrics(
     resamples: usize,
     seed: u64,
 ) -> BTreeMap<String, Estimate> {
-    let metrics: [(&str, fn(&[f64], &[f64], &[usize]) -> f64); 3] =
+    let metrics: [ContinuousMetric; 3] =
         [("pearson", pearson), ("spearman", spearman), ("mae", mae)];
     metrics
         .iter()

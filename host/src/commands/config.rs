@@ -27,7 +27,9 @@ use std::path::Path;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSlot {
+    /// A built-in plugin name or a path to a `.wasm` component.
     pub plugin: String,
+    /// The plugin's own table, handed to it as JSON (empty when absent).
     #[serde(default)]
     pub config: toml::Table,
 }
@@ -43,6 +45,7 @@ impl PluginSlot {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScoringOptions {
+    /// Samples per plugin call; the sandbox is crossed once per batch.
     pub batch_size: usize,
     /// Worker threads; 0 means one per core.
     pub threads: usize,
@@ -60,10 +63,14 @@ impl Default for ScoringOptions {
 /// The parts of a config file that scoring reads.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ScoreConfig {
+    /// `[rubric]`; `--rubric` replaces its plugin but keeps its config.
     pub rubric: Option<PluginSlot>,
+    /// `[aggregator]`; when set, it decides every total, not only missing ones.
     pub aggregator: Option<PluginSlot>,
+    /// `[limits]`: sandbox limits of every plugin instance.
     #[serde(default)]
     pub limits: Limits,
+    /// `[scoring]`: batching and worker threads.
     #[serde(default)]
     pub scoring: ScoringOptions,
 }

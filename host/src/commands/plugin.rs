@@ -11,9 +11,13 @@ use serde::Serialize;
 /// One line of `plugin list`.
 #[derive(Debug, Serialize)]
 pub struct ListedPlugin {
+    /// The built-in name, as `--rubric` and configs take it.
     pub name: String,
+    /// The one kind the plugin exports.
     pub kind: PluginKind,
+    /// The plugin's own version, from its metadata.
     pub version: String,
+    /// Hex sha256 of the component bytes, as results stamp it.
     pub sha256: String,
 }
 
@@ -36,11 +40,17 @@ pub fn list(runtime: &Runtime) -> Result<Vec<ListedPlugin>> {
 /// What `plugin inspect` reports.
 #[derive(Debug, Serialize)]
 pub struct Inspection {
+    /// The spec as given: a built-in name or a file path.
     pub origin: String,
+    /// What the plugin's metadata section says.
     pub metadata: PluginMetadata,
+    /// The contract version this host implements, to compare with `metadata.api_version`.
     pub host_api_version: &'static str,
+    /// Whether this host can load it: same API major, minor no newer.
     pub compatible: bool,
+    /// Hex sha256 of the component bytes.
     pub sha256: String,
+    /// Size of the component, in bytes.
     pub size_bytes: usize,
     /// A rubric's description (criteria), when the plugin is a loadable rubric.
     pub rubric: Option<RubricInfo>,

@@ -17,12 +17,19 @@ pub const BOOTSTRAP_RESAMPLES: usize = 1000;
 /// Arguments of `verifine score`; flags override the config file.
 #[derive(Debug, Clone, Default)]
 pub struct ScoreArgs {
+    /// `--rubric`: a built-in name or `.wasm` path; replaces the config's plugin.
     pub rubric: Option<String>,
+    /// `--aggregator`; replaces the config's, and then decides every total.
     pub aggregator: Option<String>,
+    /// The TOML config (see [`super::config`]); without it, defaults apply.
     pub config: Option<PathBuf>,
+    /// JSONL of samples: `id`, `prompt`, `response`, optional `reference`, `context`, `metadata`.
     pub input: PathBuf,
+    /// Where the scored JSONL goes; written atomically.
     pub output: PathBuf,
+    /// Overrides `[scoring] batch_size`.
     pub batch_size: Option<usize>,
+    /// Overrides `[scoring] threads` (0: one per core).
     pub threads: Option<usize>,
     /// Show a progress bar (only drawn on a terminal).
     pub progress: bool,
@@ -46,20 +53,30 @@ struct InputRow {
 /// One output row: the judgment, the total and where it came from.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct OutputRow {
+    /// The input row's id, as a string.
     pub id: String,
+    /// The reward; `None` on error or when the rubric defines no score.
     pub total: Option<f64>,
+    /// The rubric's own total, when an explicit aggregator replaced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric_total: Option<f64>,
+    /// The rubric's verdicts (empty when judging failed).
     pub verdicts: Vec<Verdict>,
+    /// The rubric's named sub-scores.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sub_scores: Vec<SubScore>,
+    /// Row-level criteria the verdicts refer to; omitted when they refer to the described ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub criteria: Vec<Criterion>,
+    /// The rubric's overall explanation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
+    /// The rubric that judged the row.
     pub plugin: Provenance,
+    /// The aggregator, named only when it produced the total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregator: Option<Provenance>,
+    /// Why the row has no total, when scoring failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -67,17 +84,23 @@ pub struct OutputRow {
 /// What a scoring run produced, for the closing summary.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScoreSummary {
+    /// Rows in the input.
     pub n: usize,
+    /// Rows with a total.
     pub scored: usize,
+    /// Rows whose scoring failed.
     pub errors: usize,
     /// Judged, but the rubric defines no score (e.g. no positive rubric item).
     pub undefined: usize,
+    /// Mean of the totals; `None` when nothing was scored.
     pub mean: Option<f64>,
     /// The dataset mean clipped to [0, 1] (HealthBench's reporting rule).
     pub mean_clipped: Option<f64>,
     /// Std of the mean over bootstrap resamples.
     pub bootstrap_std: Option<f64>,
+    /// The rubric that judged every row.
     pub rubric: Provenance,
+    /// The aggregator that was loaded, whether or not it decided any total.
     pub aggregator: Provenance,
 }
 

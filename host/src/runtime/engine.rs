@@ -70,6 +70,7 @@ impl SandboxEngine {
         Ok(SHARED.get_or_init(|| engine).clone())
     }
 
+    /// The wasmtime engine itself, for linkers and stores.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }

@@ -16,7 +16,9 @@ const OUTPUT_CAPACITY: usize = 64 * 1024;
 
 /// Per-store state of one plugin instance.
 pub struct HostState {
+    /// The plugin's name; tags its log lines.
     pub plugin_name: String,
+    /// Memory caps, read by the store's limiter.
     pub limits: StoreLimits,
     wasi: WasiCtx,
     table: ResourceTable,

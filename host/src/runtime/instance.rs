@@ -19,30 +19,54 @@ use wasmtime::{Store, StoreLimitsBuilder, Trap};
 /// A call that did not produce a result.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum PluginError {
+    /// The call ran past the per-call deadline; the store was discarded.
     #[error("plugin {plugin} exceeded its time limit of {limit_ms} ms in {call}")]
     Timeout {
+        /// Name of the plugin called.
         plugin: String,
+        /// The export that was called (`judge`, `aggregate`, …).
         call: &'static str,
+        /// The deadline that was exceeded, in milliseconds.
         limit_ms: u64,
     },
+    /// The call failed inside the sandbox (panic, memory cap, invalid result);
+    /// the store was discarded.
     #[error("plugin {plugin} trapped in {call}: {message}")]
     Trap {
+        /// Name of the plugin called.
         plugin: String,
+        /// The export that was called.
         call: &'static str,
+        /// The error chain, with what the plugin wrote to stderr.
         message: String,
     },
+    /// No store could be instantiated; the next call tries afresh.
     #[error("plugin {plugin} could not be instantiated: {message}")]
-    Instantiate { plugin: String, message: String },
+    Instantiate {
+        /// Name of the plugin.
+        plugin: String,
+        /// The error chain, with what the plugin wrote to stderr.
+        message: String,
+    },
+    /// The plugin's kind has no such export; nothing ran and the store was kept.
     #[error("plugin {plugin} is a {kind} plugin and has no `{call}`")]
     WrongKind {
+        /// Name of the plugin.
         plugin: String,
+        /// The kind the plugin actually is.
         kind: String,
+        /// The export that was asked for.
         call: &'static str,
     },
+    /// The plugin returned what the contract forbids (e.g. the wrong number of
+    /// results); the store was discarded.
     #[error("plugin {plugin} broke the contract in {call}: {message}")]
     Contract {
+        /// Name of the plugin called.
         plugin: String,
+        /// The export that was called.
         call: &'static str,
+        /// What was wrong with the result.
         message: String,
     },
 }
@@ -76,6 +100,7 @@ impl PluginInstance {
         }
     }
 
+    /// The plugin this instance runs.
     pub fn plugin(&self) -> &Arc<Plugin> {
         &self.plugin
     }

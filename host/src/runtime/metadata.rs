@@ -20,9 +20,13 @@ pub const METADATA_SECTION: &str = "verifine-plugin";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PluginKind {
+    /// Judges samples against criteria.
     Rubric,
+    /// Reduces a judgment to one reward.
     Aggregator,
+    /// Chooses which prompts train next, and how often.
     Curriculum,
+    /// Decides when the judge loop should start.
     Trigger,
 }
 
@@ -59,38 +63,51 @@ impl fmt::Display for PluginKind {
 /// What a plugin says about itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PluginMetadata {
+    /// The plugin crate's name.
     pub name: String,
+    /// The plugin crate's version.
     pub version: Version,
+    /// The one kind the plugin exports.
     pub kind: PluginKind,
+    /// The contract version its SDK was built against.
     pub api_version: Version,
 }
 
 /// Why a binary is not a loadable plugin.
 #[derive(Debug, Error)]
 pub enum MetadataError {
+    /// The bytes do not parse as WebAssembly; carries the parser's error.
     #[error("not a WebAssembly binary: {0}")]
     NotWasm(String),
+    /// A core module, not a component: built for the wrong target.
     #[error(
         "a core WebAssembly module, not a component: build the plugin for wasm32-wasip2 \
          (cargo build --target wasm32-wasip2)"
     )]
     CoreModule,
+    /// No metadata section: not built with `export_plugin!`.
     #[error(
         "no `{METADATA_SECTION}` metadata section: build the plugin with verifine-plugin-api's \
          export_plugin! macro"
     )]
     Missing,
+    /// More than one metadata section.
     #[error("several `{METADATA_SECTION}` sections; a plugin exports exactly one kind")]
     Duplicate,
+    /// The section is there but unreadable; carries what is wrong.
     #[error("malformed plugin metadata: {0}")]
     Malformed(String),
+    /// Built for a contract version this host does not implement.
     #[error(
         "plugin {name} was built for the verifine plugin API {plugin}, but this host implements \
          {host}: it needs the same major version and a minor version no newer than the host's"
     )]
     IncompatibleApi {
+        /// The plugin's name.
         name: String,
+        /// The contract version the plugin was built for.
         plugin: Version,
+        /// The contract version this host implements.
         host: Version,
     },
 }

@@ -46,8 +46,11 @@ impl Limits {
 /// Which plugin produced a result: name, version and the sha256 of its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Provenance {
+    /// The plugin's name, from its metadata.
     pub name: String,
+    /// The plugin's version, from its metadata.
     pub version: String,
+    /// Hex sha256 of the component bytes: pins the exact build.
     pub sha256: String,
 }
 
@@ -63,7 +66,9 @@ pub(crate) enum KindPre {
 /// A loaded, checked and compiled plugin. Cheap to share; make a
 /// [`PluginInstance`] per thread to call it.
 pub struct Plugin {
+    /// What its metadata section says (already checked against this host).
     pub metadata: PluginMetadata,
+    /// Hex sha256 of the component bytes.
     pub sha256: String,
     /// Where it came from: `builtin:NAME` or a file path.
     pub origin: String,
