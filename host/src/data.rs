@@ -26,12 +26,15 @@ pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
 }
 
 /// Writes a file through a temporary sibling that is renamed into place only
-/// when `write` succeeds; on failure the temporary is removed and any existing
+/// when `write` succeeds (creating the parent directory if needed); on failure the temporary is removed and any existing
 /// file at `path` is left untouched.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     let tmp = temporary_sibling(path);
     let result = (|| {
         let file =
@@ -90,6 +93,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("rows.jsonl:3:"), "{err}");
+    }
+
+    #[test]
+    fn creates_missing_parent_directories() {
+        let dir = std::env::temp_dir().join(format!("verifine-parent-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("runs").join("out.jsonl");
+        write_jsonl(&path, &[serde_json::json!({"id": 1})]).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"id\":1}\n");
     }
 
     #[test]

@@ -114,9 +114,15 @@ pub enum MetadataError {
 
 /// Reads the metadata section of a component without compiling it.
 pub fn read_metadata(bytes: &[u8]) -> Result<PluginMetadata, MetadataError> {
+    if !bytes.starts_with(b"\0asm") {
+        return Err(MetadataError::NotWasm(
+            "no \\0asm magic header (is this a .wasm file?)".to_string(),
+        ));
+    }
     let mut section: Option<Vec<u8>> = None;
     for (i, payload) in Parser::new(0).parse_all(bytes).enumerate() {
-        match payload.map_err(|e| MetadataError::NotWasm(e.to_string()))? {
+        let payload = payload.map_err(|e| MetadataError::NotWasm(e.message().to_string()))?;
+        match payload {
             Payload::Version {
                 encoding: Encoding::Module,
                 ..
