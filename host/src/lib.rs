@@ -2,9 +2,9 @@
 //! reward aggregation, curriculum filters, training triggers — runs as
 //! sandboxed, versioned WebAssembly components.
 //!
-//! Layers, top to bottom: [`commands`] (what the CLI runs) → [`scoring`]
-//! (batches through plugins) → [`runtime`] (the sandbox). [`data`] and
-//! [`stats`] are leaf utilities.
+//! Layers, top to bottom: [`commands`] (what the CLI runs) → [`training`]
+//! (model, task, objective) → [`scoring`] (batches through plugins) →
+//! [`runtime`] (the sandbox). [`data`] and [`stats`] are leaf utilities.
 
 #![warn(missing_docs)]
 
@@ -13,3 +13,4 @@ pub mod data;
 pub mod runtime;
 pub mod scoring;
 pub mod stats;
+pub mod training;

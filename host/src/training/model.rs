@@ -1,0 +1,583 @@
+//! A Llama/Qwen2-style decoder written for training with candle.
+//!
+//! RMSNorm, rotary position embeddings (rotate-half), grouped-query
+//! attention, a SwiGLU MLP and tied input/output embeddings. The training path
+//! uses only ops with a backward pass: candle's fused softmax, rms-norm and
+//! rope kernels are custom ops without one and silently drop gradients
+//! (candle issue 2168), so norm, rope and sigmoid are written out here, and
+//! softmax / log-softmax come from `candle_nn::ops`, which are compositions.
+//!
+//! Rollouts call [`Decoder::detached`] first: the copy shares storage with the
+//! variables but records no graph, and [`KvCache`] keeps past keys and values.
+
+use anyhow::{Context as _, Result, ensure};
+use candle_core::{D, DType, Device, Tensor, Var};
+use candle_nn::{Init, VarBuilder, VarMap};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Added to attention scores of masked positions: finite, so a fully masked
+/// row (padding) gives a uniform distribution instead of NaN.
+pub const MASKED: f32 = -1e9;
+
+/// Sizes of a decoder, from tiny (tests) to 0.5B-class (GPU).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Tokens in the vocabulary (rows of the tied embedding).
+    pub vocab_size: usize,
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Decoder blocks.
+    pub num_layers: usize,
+    /// Query heads; `hidden_size` must be a multiple.
+    pub num_heads: usize,
+    /// Key/value heads (grouped-query attention); divides `num_heads`.
+    pub num_kv_heads: usize,
+    /// Width of the SwiGLU MLP.
+    pub intermediate_size: usize,
+    /// Longest sequence the rotary tables cover.
+    pub max_seq_len: usize,
+    /// Rotary base frequency.
+    pub rope_theta: f64,
+    /// RMSNorm epsilon.
+    pub rms_eps: f64,
+}
+
+impl ModelConfig {
+    /// A model small enough for gradient checks.
+    pub fn tiny(vocab_size: usize) -> Self {
+        ModelConfig {
+            vocab_size,
+            hidden_size: 16,
+            num_layers: 2,
+            num_heads: 4,
+            num_kv_heads: 2,
+            intermediate_size: 32,
+            max_seq_len: 64,
+            rope_theta: 10_000.0,
+            rms_eps: 1e-6,
+        }
+    }
+
+    /// Qwen2-0.5B's shape, for GPU runs.
+    pub fn qwen2_0_5b_class(vocab_size: usize) -> Self {
+        ModelConfig {
+            vocab_size,
+            hidden_size: 896,
+            num_layers: 24,
+            num_heads: 14,
+            num_kv_heads: 2,
+            intermediate_size: 4864,
+            max_seq_len: 2048,
+            rope_theta: 1_000_000.0,
+            rms_eps: 1e-6,
+        }
+    }
+
+    /// Width of one attention head.
+    pub fn head_dim(&self) -> usize {
+        self.hidden_size / self.num_heads
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!(
+            self.hidden_size.is_multiple_of(self.num_heads),
+            "hidden_size {} is not a multiple of num_heads {}",
+            self.hidden_size,
+            self.num_heads
+        );
+        ensure!(
+            self.num_heads.is_multiple_of(self.num_kv_heads),
+            "num_heads {} is not a multiple of num_kv_heads {}",
+            self.num_heads,
+            self.num_kv_heads
+        );
+        ensure!(
+            self.head_dim().is_multiple_of(2),
+            "head dimension must be even for rotary embeddings"
+        );
+        Ok(())
+    }
+}
+
+struct Block {
+    attn_norm: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    o: Tensor,
+    mlp_norm: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    down: Tensor,
+}
+
+impl Block {
+    fn map(&self, f: impl Fn(&Tensor) -> Tensor) -> Block {
+        Block {
+            attn_norm: f(&self.attn_norm),
+            q: f(&self.q),
+            k: f(&self.k),
+            v: f(&self.v),
+            o: f(&self.o),
+            mlp_norm: f(&self.mlp_norm),
+            gate: f(&self.gate),
+            up: f(&self.up),
+            down: f(&self.down),
+        }
+    }
+}
+
+/// Keys and values of the positions seen so far, per layer.
+#[derive(Default)]
+pub struct KvCache {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+    /// Positions already in the cache.
+    pub len: usize,
+}
+
+/// The decoder. Weights are tensors of the [`VarMap`] it was built from, so
+/// an optimizer over `varmap.all_vars()` trains it.
+pub struct Decoder {
+    config: ModelConfig,
+    embed: Tensor,
+    blocks: Vec<Block>,
+    final_norm: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+}
+
+impl Decoder {
+    /// A freshly initialized decoder whose weights live in `varmap`.
+    pub fn new(config: ModelConfig, varmap: &VarMap, device: &Device) -> Result<Self> {
+        config.validate()?;
+        let vb = VarBuilder::from_varmap(varmap, DType::F32, device);
+        let (h, kv, i) = (
+            config.hidden_size,
+            config.num_kv_heads * config.head_dim(),
+            config.intermediate_size,
+        );
+        let normal = Init::Randn {
+            mean: 0.0,
+            stdev: 0.02,
+        };
+        // Residual projections start smaller so the stream stays unit-scale.
+        let residual = Init::Randn {
+            mean: 0.0,
+            stdev: 0.02 / (2.0 * config.num_layers as f64).sqrt(),
+        };
+        let ones = Init::Const(1.0);
+        let embed = vb.get_with_hints((config.vocab_size, h), "embed", normal)?;
+        let blocks = (0..config.num_layers)
+            .map(|l| {
+                let vb = vb.pp(format!("layers.{l}"));
+                Ok(Block {
+                    attn_norm: vb.get_with_hints(h, "attn_norm", ones)?,
+                    q: vb.get_with_hints((h, h), "q", normal)?,
+                    k: vb.get_with_hints((kv, h), "k", normal)?,
+                    v: vb.get_with_hints((kv, h), "v", normal)?,
+                    o: vb.get_with_hints((h, h), "o", residual)?,
+                    mlp_norm: vb.get_with_hints(h, "mlp_norm", ones)?,
+                    gate: vb.get_with_hints((i, h), "gate", normal)?,
+                    up: vb.get_with_hints((i, h), "up", normal)?,
+                    down: vb.get_with_hints((h, i), "down", residual)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let final_norm = vb.get_with_hints(h, "final_norm", ones)?;
+        let (cos, sin) = rotary_tables(&config, device)?;
+        Ok(Decoder {
+            config,
+            embed,
+            blocks,
+            final_norm,
+            cos,
+            sin,
+        })
+    }
+
+    /// The model's sizes.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// A copy for rollouts: same storage, no gradient tracking.
+    pub fn detached(&self) -> Decoder {
+        Decoder {
+            config: self.config.clone(),
+            embed: self.embed.detach(),
+            blocks: self.blocks.iter().map(|b| b.map(Tensor::detach)).collect(),
+            final_norm: self.final_norm.detach(),
+            cos: self.cos.clone(),
+            sin: self.sin.clone(),
+        }
+    }
+
+    /// Full-sequence logits `[batch, seq, vocab]` for training. `key_mask`
+    /// (`[batch, seq]`, 1 = token, 0 = padding) hides padding from attention.
+    pub fn forward(&self, ids: &Tensor, key_mask: Option<&Tensor>) -> Result<Tensor> {
+        let mut cache = KvCache::default();
+        self.forward_cached(ids, key_mask, &mut cache)
+    }
+
+    /// Logits for `ids` (`[batch, new]`) following the positions in `cache`,
+    /// which is extended. `key_mask` covers every position so far
+    /// (`[batch, cache.len + new]`).
+    pub fn forward_cached(
+        &self,
+        ids: &Tensor,
+        key_mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
+        let (batch, new) = ids.dims2()?;
+        let start = cache.len;
+        ensure!(
+            start + new <= self.config.max_seq_len,
+            "sequence of {} tokens exceeds max_seq_len {}",
+            start + new,
+            self.config.max_seq_len
+        );
+        if cache.layers.is_empty() {
+            cache.layers = vec![None; self.config.num_layers];
+        }
+        let h = self.config.hidden_size;
+        let mut x = self
+            .embed
+            .index_select(&ids.flatten_all()?, 0)?
+            .reshape((batch, new, h))?;
+        let mask = attention_mask(batch, start, new, key_mask, x.device())?;
+        let cos = self.cos.narrow(0, start, new)?;
+        let sin = self.sin.narrow(0, start, new)?;
+        for (block, layer_cache) in self.blocks.iter().zip(cache.layers.iter_mut()) {
+            let attn = self.attention(block, &x, &mask, &cos, &sin, layer_cache)?;
+            x = (x + attn)?;
+            let hn = rms_norm(&x, &block.mlp_norm, self.config.rms_eps)?;
+            let gate = linear(&hn, &block.gate)?;
+            let up = linear(&hn, &block.up)?;
+            let mlp = linear(&(silu(&gate)? * up)?, &block.down)?;
+            x = (x + mlp)?;
+        }
+        cache.len += new;
+        let x = rms_norm(&x, &self.final_norm, self.config.rms_eps)?;
+        Ok(x.broadcast_matmul(&self.embed.t()?)?)
+    }
+
+    fn attention(
+        &self,
+        block: &Block,
+        x: &Tensor,
+        mask: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        cache: &mut Option<(Tensor, Tensor)>,
+    ) -> Result<Tensor> {
+        let (batch, new, _) = x.dims3()?;
+        let (heads, kv_heads, dim) = (
+            self.config.num_heads,
+            self.config.num_kv_heads,
+            self.config.head_dim(),
+        );
+        let hn = rms_norm(x, &block.attn_norm, self.config.rms_eps)?;
+        let split = |t: Tensor, n: usize| -> Result<Tensor> {
+            Ok(t.reshape((batch, new, n, dim))?
+                .transpose(1, 2)?
+                .contiguous()?)
+        };
+        let q = rotate(&split(linear(&hn, &block.q)?, heads)?, cos, sin)?;
+        let k = rotate(&split(linear(&hn, &block.k)?, kv_heads)?, cos, sin)?;
+        let v = split(linear(&hn, &block.v)?, kv_heads)?;
+        let (k, v) = match cache.take() {
+            Some((past_k, past_v)) => (
+                Tensor::cat(&[&past_k, &k], 2)?,
+                Tensor::cat(&[&past_v, &v], 2)?,
+            ),
+            None => (k, v),
+        };
+        *cache = Some((k.clone(), v.clone()));
+        let k = repeat_kv(&k, heads / kv_heads)?;
+        let v = repeat_kv(&v, heads / kv_heads)?;
+        let scores = (q.matmul(&k.t()?)? / (dim as f64).sqrt())?.broadcast_add(mask)?;
+        let probs = candle_nn::ops::softmax(&scores, D::Minus1)?;
+        let out = probs
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .reshape((batch, new, heads * dim))?;
+        linear(&out, &block.o)
+    }
+}
+
+/// `x · wᵀ` for `x` of any leading shape.
+fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    Ok(x.broadcast_matmul(&w.t()?)?)
+}
+
+/// RMSNorm from differentiable ops.
+fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
+    let mean_square = x.sqr()?.mean_keepdim(D::Minus1)?;
+    let normed = x.broadcast_div(&(mean_square + eps)?.sqrt()?)?;
+    Ok(normed.broadcast_mul(weight)?)
+}
+
+/// x·σ(x), with σ written out so it has a backward pass.
+fn silu(x: &Tensor) -> Result<Tensor> {
+    let sigmoid = (x.neg()?.exp()? + 1.0)?.recip()?;
+    Ok((x * sigmoid)?)
+}
+
+/// cos and sin tables `[max_seq_len, head_dim]` (each half repeated).
+fn rotary_tables(config: &ModelConfig, device: &Device) -> Result<(Tensor, Tensor)> {
+    let dim = config.head_dim();
+    let inv_freq: Vec<f32> = (0..dim / 2)
+        .map(|i| 1.0 / config.rope_theta.powf(2.0 * i as f64 / dim as f64) as f32)
+        .collect();
+    let inv_freq = Tensor::new(inv_freq.as_slice(), device)?;
+    let positions = Tensor::arange(0u32, config.max_seq_len as u32, device)?
+        .to_dtype(DType::F32)?
+        .unsqueeze(1)?;
+    let angles = positions.broadcast_mul(&inv_freq.unsqueeze(0)?)?;
+    let angles = Tensor::cat(&[&angles, &angles], 1)?;
+    Ok((angles.cos()?, angles.sin()?))
+}
+
+/// Rotate-half rotary embedding of `[batch, heads, seq, dim]` from basic ops.
+fn rotate(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let half = x.dim(D::Minus1)? / 2;
+    let first = x.narrow(D::Minus1, 0, half)?;
+    let second = x.narrow(D::Minus1, half, half)?;
+    let rotated = Tensor::cat(&[&second.neg()?, &first], D::Minus1)?;
+    Ok((x.broadcast_mul(cos)? + rotated.broadcast_mul(sin)?)?)
+}
+
+/// Repeats key/value heads for grouped-query attention.
+fn repeat_kv(x: &Tensor, times: usize) -> Result<Tensor> {
+    if times == 1 {
+        return Ok(x.clone());
+    }
+    let (b, kv, seq, dim) = x.dims4()?;
+    Ok(x.unsqueeze(2)?
+        .broadcast_as((b, kv, times, seq, dim))?
+        .reshape((b, kv * times, seq, dim))?)
+}
+
+/// Additive mask `[batch, 1, new, start + new]`: causal, and padding keys
+/// hidden, with the finite [`MASKED`] value.
+fn attention_mask(
+    batch: usize,
+    start: usize,
+    new: usize,
+    key_mask: Option<&Tensor>,
+    device: &Device,
+) -> Result<Tensor> {
+    let total = start + new;
+    let keys: Vec<Vec<u32>> = match key_mask {
+        Some(m) => {
+            ensure!(
+                m.dims2()? == (batch, total),
+                "key mask is {:?}, expected [{batch}, {total}]",
+                m.dims()
+            );
+            m.to_dtype(DType::U32)?.to_vec2()?
+        }
+        None => vec![vec![1; total]; batch],
+    };
+    let mut values = Vec::with_capacity(batch * new * total);
+    for row in &keys {
+        for i in 0..new {
+            for (j, key) in row.iter().enumerate() {
+                let visible = j <= start + i && *key != 0;
+                values.push(if visible { 0.0 } else { MASKED });
+            }
+        }
+    }
+    Ok(Tensor::from_vec(values, (batch, 1, new, total), device)?)
+}
+
+/// Log-probability of each target token: `[batch, seq]` from logits
+/// `[batch, seq, vocab]` and targets `[batch, seq]` (u32).
+pub fn token_log_probs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let log_probs = candle_nn::ops::log_softmax(logits, D::Minus1)?;
+    Ok(log_probs
+        .gather(&targets.unsqueeze(D::Minus1)?.contiguous()?, D::Minus1)?
+        .squeeze(D::Minus1)?)
+}
+
+/// Writes the weights as safetensors through a temporary file and a rename,
+/// so a crash never leaves a half-written file.
+pub fn save_weights(varmap: &VarMap, path: &Path) -> Result<()> {
+    let tmp = path.with_extension("safetensors.tmp");
+    varmap
+        .save(&tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming into {}", path.display()))?;
+    Ok(())
+}
+
+/// Loads weights saved by [`save_weights`] into an existing model's varmap.
+pub fn load_weights(varmap: &mut VarMap, path: &Path) -> Result<()> {
+    varmap
+        .load(path)
+        .with_context(|| format!("loading weights from {}", path.display()))
+}
+
+/// All trainable variables, sorted by name (a stable order for optimizers
+/// and checkpoints).
+pub fn sorted_vars(varmap: &VarMap) -> Vec<(String, Var)> {
+    let data = varmap.data().lock().expect("varmap lock");
+    let mut vars: Vec<(String, Var)> = data.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    vars.sort_by(|a, b| a.0.cmp(&b.0));
+    vars
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> (VarMap, Decoder) {
+        let varmap = VarMap::new();
+        let model = Decoder::new(ModelConfig::tiny(11), &varmap, &Device::Cpu).unwrap();
+        (varmap, model)
+    }
+
+    fn ids(rows: &[&[u32]]) -> Tensor {
+        let data: Vec<u32> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+        Tensor::from_vec(data, (rows.len(), rows[0].len()), &Device::Cpu).unwrap()
+    }
+
+    fn loss(model: &Decoder, input: &Tensor, targets: &Tensor) -> Tensor {
+        let logits = model.forward(input, None).unwrap();
+        token_log_probs(&logits, targets)
+            .unwrap()
+            .mean_all()
+            .unwrap()
+            .neg()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_variable_receives_a_gradient() {
+        let (varmap, model) = tiny();
+        let input = ids(&[&[1, 2, 3, 4], &[5, 6, 7, 8]]);
+        let targets = ids(&[&[2, 3, 4, 5], &[6, 7, 8, 9]]);
+        let grads = loss(&model, &input, &targets).backward().unwrap();
+        for (name, var) in sorted_vars(&varmap) {
+            let grad = grads
+                .get(var.as_tensor())
+                .unwrap_or_else(|| panic!("no gradient for {name}"));
+            let norm = grad
+                .sqr()
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
+            assert!(
+                norm > 0.0 && norm.is_finite(),
+                "{name}: gradient norm {norm}"
+            );
+        }
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let (varmap, model) = tiny();
+        let input = ids(&[&[1, 2, 3, 4, 5]]);
+        let targets = ids(&[&[2, 3, 4, 5, 6]]);
+        let grads = loss(&model, &input, &targets).backward().unwrap();
+        let eps = 1e-2f32;
+        for (name, var) in sorted_vars(&varmap) {
+            let analytic = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap();
+            let analytic: Vec<f32> = analytic.to_vec1().unwrap();
+            let original = var
+                .as_tensor()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap();
+            // Probe the coordinate with the largest gradient of each variable.
+            let (at, g) = analytic
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+                .unwrap();
+            let probe = |delta: f32| {
+                let mut values = original.clone();
+                values[at] += delta;
+                let t = Tensor::from_vec(values, var.shape(), &Device::Cpu).unwrap();
+                var.set(&t).unwrap();
+                loss(&model, &input, &targets).to_scalar::<f32>().unwrap()
+            };
+            let numeric = (probe(eps) - probe(-eps)) / (2.0 * eps);
+            probe(0.0);
+            let tolerance = 1e-3 + 0.05 * g.abs();
+            assert!(
+                (numeric - g).abs() < tolerance,
+                "{name}[{at}]: analytic {g}, numeric {numeric}"
+            );
+        }
+    }
+
+    #[test]
+    fn cached_decoding_matches_the_full_forward() {
+        let (_varmap, model) = tiny();
+        let model = model.detached();
+        let input = ids(&[&[1, 2, 3, 4, 5, 6]]);
+        let full = model.forward(&input, None).unwrap();
+        let mut cache = KvCache::default();
+        let prefix = model
+            .forward_cached(&input.narrow(1, 0, 4).unwrap(), None, &mut cache)
+            .unwrap();
+        let step5 = model
+            .forward_cached(&input.narrow(1, 4, 1).unwrap(), None, &mut cache)
+            .unwrap();
+        let step6 = model
+            .forward_cached(&input.narrow(1, 5, 1).unwrap(), None, &mut cache)
+            .unwrap();
+        let stitched = Tensor::cat(&[&prefix, &step5, &step6], 1).unwrap();
+        let diff = (full - stitched).unwrap().abs().unwrap().max_all().unwrap();
+        assert!(diff.to_scalar::<f32>().unwrap() < 1e-4);
+    }
+
+    #[test]
+    fn padding_keys_do_not_change_real_tokens() {
+        let (_varmap, model) = tiny();
+        let plain = model.forward(&ids(&[&[3, 4, 5]]), None).unwrap();
+        // The same tokens followed by padding that the mask hides.
+        let padded_ids = ids(&[&[3, 4, 5, 0, 0]]);
+        let mask = Tensor::new(&[[1u32, 1, 1, 0, 0]], &Device::Cpu).unwrap();
+        let padded = model.forward(&padded_ids, Some(&mask)).unwrap();
+        let diff = (plain - padded.narrow(1, 0, 3).unwrap())
+            .unwrap()
+            .abs()
+            .unwrap();
+        assert!(diff.max_all().unwrap().to_scalar::<f32>().unwrap() < 1e-5);
+        let all: Vec<f32> = padded.flatten_all().unwrap().to_vec1().unwrap();
+        assert!(all.iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn detached_copy_records_no_graph() {
+        let (_varmap, model) = tiny();
+        let logits = model.detached().forward(&ids(&[&[1, 2]]), None).unwrap();
+        let grads = logits.sum_all().unwrap().backward().unwrap();
+        assert!(grads.get(&model.embed).is_none());
+    }
+
+    #[test]
+    fn weights_round_trip_through_safetensors() {
+        let dir = std::env::temp_dir().join(format!("verifine-weights-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("model.safetensors");
+        let (varmap, model) = tiny();
+        save_weights(&varmap, &path).unwrap();
+        let input = ids(&[&[1, 2, 3]]);
+        let before = model.forward(&input, None).unwrap();
+
+        let (mut other_map, other) = tiny();
+        load_weights(&mut other_map, &path).unwrap();
+        let after = other.forward(&input, None).unwrap();
+        let diff = (before - after).unwrap().abs().unwrap().max_all().unwrap();
+        assert_eq!(diff.to_scalar::<f32>().unwrap(), 0.0);
+        assert!(!path.with_extension("safetensors.tmp").exists());
+    }
+}

@@ -1,0 +1,215 @@
+//! The embedded default task: multi-step arithmetic problems with worked
+//! solutions ending in `#### N`, generated from a seed (no downloads).
+//!
+//! Problems are chains of 2–`max_steps` operations on a running value, posed
+//! either as an instruction list or as a short story; the worked solution
+//! shows one line per step. Held-out problems come from a different seed
+//! stream and never repeat a training prompt.
+
+use crate::stats::SplitMix64;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+/// Difficulty of generated problems.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TaskConfig {
+    /// Most operations in one problem (at least 2).
+    pub max_steps: usize,
+    /// Largest operand.
+    pub max_operand: i64,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            max_steps: 3,
+            max_operand: 20,
+        }
+    }
+}
+
+/// One problem with its worked solution and answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    /// The question shown to the policy.
+    pub prompt: String,
+    /// A step-by-step solution ending in `#### answer` (the SFT target and the reference).
+    pub solution: String,
+    /// The final answer.
+    pub answer: i64,
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Add(i64),
+    Sub(i64),
+    Mul(i64),
+}
+
+impl Op {
+    fn apply(self, value: i64) -> i64 {
+        match self {
+            Op::Add(n) => value + n,
+            Op::Sub(n) => value - n,
+            Op::Mul(n) => value * n,
+        }
+    }
+
+    fn symbol(self) -> (char, i64) {
+        match self {
+            Op::Add(n) => ('+', n),
+            Op::Sub(n) => ('-', n),
+            Op::Mul(n) => ('*', n),
+        }
+    }
+
+    fn instruction(self) -> String {
+        match self {
+            Op::Add(n) => format!("add {n}"),
+            Op::Sub(n) => format!("subtract {n}"),
+            Op::Mul(n) => format!("multiply by {n}"),
+        }
+    }
+
+    fn story(self, item: &str) -> String {
+        match self {
+            Op::Add(n) => format!("gets {n} more {item}"),
+            Op::Sub(n) => format!("gives away {n} {item}"),
+            Op::Mul(n) => format!("ends up with {n} times as many {item}"),
+        }
+    }
+}
+
+const NAMES: [&str; 6] = ["Ann", "Ben", "Cleo", "Dev", "Eli", "Fay"];
+const ITEMS: [&str; 6] = ["apples", "stamps", "marbles", "coins", "books", "shells"];
+
+fn problem(rng: &mut SplitMix64, config: &TaskConfig) -> Problem {
+    let max = config.max_operand.max(2) as usize;
+    let pick =
+        |rng: &mut SplitMix64, lo: i64, hi: i64| lo + rng.below((hi - lo + 1) as usize) as i64;
+    let start = pick(rng, 1, max as i64);
+    let steps = 2 + rng.below(config.max_steps.max(2) - 1);
+    let mut value = start;
+    let mut ops = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let op = match rng.below(3) {
+            0 => Op::Add(pick(rng, 1, max as i64)),
+            // Keep the running value non-negative.
+            1 if value > 1 => Op::Sub(pick(rng, 1, value.min(max as i64))),
+            2 if value <= 50 => Op::Mul(pick(rng, 2, 4)),
+            _ => Op::Add(pick(rng, 1, max as i64)),
+        };
+        ops.push(op);
+        value = op.apply(value);
+    }
+
+    let prompt = if rng.below(2) == 0 {
+        let steps: Vec<String> = ops.iter().map(|op| op.instruction()).collect();
+        format!(
+            "Start with {start}, then {}. What is the result?",
+            steps.join(", then ")
+        )
+    } else {
+        let name = NAMES[rng.below(NAMES.len())];
+        let item = ITEMS[rng.below(ITEMS.len())];
+        let events: Vec<String> = ops.iter().map(|op| op.story(item)).collect();
+        format!(
+            "{name} has {start} {item}. Then {name} {}. How many {item} does {name} have now?",
+            events.join(", then ")
+        )
+    };
+    let mut lines = Vec::with_capacity(steps + 1);
+    let mut running = start;
+    for op in &ops {
+        let (symbol, n) = op.symbol();
+        let next = op.apply(running);
+        lines.push(format!("{running} {symbol} {n} = {next}"));
+        running = next;
+    }
+    lines.push(format!("#### {value}"));
+    Problem {
+        prompt,
+        solution: lines.join("\n"),
+        answer: value,
+    }
+}
+
+/// `n` problems from `seed`.
+pub fn generate(seed: u64, n: usize, config: &TaskConfig) -> Vec<Problem> {
+    let mut rng = SplitMix64::new(seed);
+    (0..n).map(|_| problem(&mut rng, config)).collect()
+}
+
+/// Training and held-out problems from one seed; no held-out prompt appears
+/// in training.
+pub fn splits(
+    seed: u64,
+    train: usize,
+    heldout: usize,
+    config: &TaskConfig,
+) -> (Vec<Problem>, Vec<Problem>) {
+    let train_set = generate(seed, train, config);
+    let seen: HashSet<&str> = train_set.iter().map(|p| p.prompt.as_str()).collect();
+    let mut rng = SplitMix64::new(seed ^ 0x05EE_D0F4_E1D0_u64);
+    let mut heldout_set = Vec::with_capacity(heldout);
+    let mut attempts = 0;
+    while heldout_set.len() < heldout && attempts < heldout * 100 {
+        let p = problem(&mut rng, config);
+        if !seen.contains(p.prompt.as_str()) {
+            heldout_set.push(p);
+        }
+        attempts += 1;
+    }
+    (train_set, heldout_set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worked_solutions_end_in_the_answer_and_check_out() {
+        for p in generate(3, 200, &TaskConfig::default()) {
+            assert!(p.solution.ends_with(&format!("#### {}", p.answer)), "{p:?}");
+            for line in p.solution.lines().filter(|l| l.contains('=')) {
+                let (lhs, rhs) = line.split_once(" = ").unwrap();
+                let parts: Vec<&str> = lhs.split(' ').collect();
+                let (a, b): (i64, i64) = (parts[0].parse().unwrap(), parts[2].parse().unwrap());
+                let expected = match parts[1] {
+                    "+" => a + b,
+                    "-" => a - b,
+                    _ => a * b,
+                };
+                assert_eq!(expected, rhs.parse::<i64>().unwrap(), "{line}");
+            }
+            assert!(p.answer >= 0);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_problems_and_splits_are_disjoint() {
+        let config = TaskConfig::default();
+        assert_eq!(generate(9, 50, &config), generate(9, 50, &config));
+        let (train, heldout) = splits(9, 500, 100, &config);
+        assert_eq!(heldout.len(), 100);
+        let seen: HashSet<_> = train.iter().map(|p| &p.prompt).collect();
+        assert!(heldout.iter().all(|p| !seen.contains(&p.prompt)));
+    }
+
+    #[test]
+    fn math_answer_reads_every_reference() {
+        // The reward plugin must read the generated reference as the answer.
+        for p in generate(
+            1,
+            300,
+            &TaskConfig {
+                max_steps: 4,
+                max_operand: 30,
+            },
+        ) {
+            let read = math_answer::answer::reference_answer(&p.solution);
+            assert_eq!(read, Some(p.answer as f64), "{}", p.solution);
+        }
+    }
+}
