@@ -311,6 +311,73 @@ mod tests {
         assert!(at(&Tensor::new(&[[-1.5f32, -1.0]], &device).unwrap()) > 0.0);
     }
 
+    /// One GRPO update on a real decoder moves probability toward the
+    /// completion with the higher reward and away from the other.
+    #[test]
+    fn a_grpo_update_favours_the_rewarded_completion() {
+        use crate::training::model::{Decoder, ModelConfig, sorted_vars};
+        use crate::training::optim::{AdamW, OptimConfig};
+        use crate::training::sequences::{Sequence, batch, log_probs};
+        use candle_nn::VarMap;
+
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let model = Decoder::new(ModelConfig::tiny(9), &varmap, &device).unwrap();
+        let seqs = [
+            Sequence::prompt_response(&[1, 2], &[3, 4]),
+            Sequence::prompt_response(&[1, 2], &[5, 6]),
+        ];
+        let b = batch(&seqs, 0, &device).unwrap();
+        let cfg = config(2);
+        let adv: Vec<f32> = advantages(&[Some(1.0), Some(0.0)], &cfg)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.unwrap() as f32)
+            .collect();
+        let adv = Tensor::new(adv.as_slice(), &device).unwrap();
+        let completion_log_prob = |lp: &Tensor| -> Vec<f32> {
+            (lp * &b.loss_mask)
+                .unwrap()
+                .sum(1)
+                .unwrap()
+                .to_vec1()
+                .unwrap()
+        };
+        let old = log_probs(&model.detached(), &b).unwrap();
+        let before = completion_log_prob(&old);
+        let optim = OptimConfig {
+            learning_rate: 1e-2,
+            warmup_steps: 0,
+            ..OptimConfig::default()
+        };
+        let mut opt = AdamW::new(sorted_vars(&varmap), optim).unwrap();
+        for _ in 0..3 {
+            let current = log_probs(&model, &b).unwrap();
+            let inputs = LossInputs {
+                log_probs: &current,
+                old_log_probs: &old,
+                ref_log_probs: None,
+                mask: &b.loss_mask,
+                advantages: &adv,
+            };
+            let (l, _) = loss(&inputs, &cfg).unwrap();
+            opt.step(&l.backward().unwrap()).unwrap();
+        }
+        let after = completion_log_prob(&log_probs(&model, &b).unwrap());
+        assert!(
+            after[0] > before[0],
+            "rewarded: {} -> {}",
+            before[0],
+            after[0]
+        );
+        assert!(
+            after[1] < before[1],
+            "unrewarded: {} -> {}",
+            before[1],
+            after[1]
+        );
+    }
+
     #[test]
     fn loss_types_reduce_as_named() {
         let device = Device::Cpu;
