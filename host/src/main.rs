@@ -68,6 +68,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Train a small decoder: SFT warm-up, then GRPO with plugin rewards.
+    Train {
+        /// TOML config (default: the embedded examples/arithmetic/train.toml).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Where outputs go (default: runs/train-<unix time>).
+        #[arg(long)]
+        run_dir: Option<PathBuf>,
+    },
     /// Inspect and check plugins.
     Plugin {
         #[command(subcommand)]
@@ -157,6 +166,23 @@ fn run(cli: Cli) -> Result<()> {
             } else {
                 print!("{report}");
             }
+        }
+        Command::Train { config, run_dir } => {
+            use verifine::training::trainer::{
+                DEFAULT_CONFIG, TrainConfig, default_run_dir, train,
+            };
+            let config = match &config {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+                    TrainConfig::from_toml(&text, &path.display().to_string())?
+                }
+                None => TrainConfig::from_toml(DEFAULT_CONFIG, "examples/arithmetic/train.toml")?,
+            };
+            let run_dir = run_dir.unwrap_or_else(default_run_dir);
+            let summary = train(&config, &run_dir)?;
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+            println!("outputs in {}", run_dir.display());
         }
         Command::Plugin { command } => {
             let runtime = Runtime::new(Limits::default())?;

@@ -16,6 +16,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The aggregator used when none is named.
 pub const DEFAULT_AGGREGATOR: &str = "weighted-sum";
 
+/// A plugin slot: which plugin, and its own config table.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSlot {
+    /// A built-in plugin name or a path to a `.wasm` component.
+    pub plugin: String,
+    /// The plugin's own table, handed to it as JSON (empty when absent).
+    #[serde(default)]
+    pub config: toml::Table,
+}
+
+impl PluginSlot {
+    /// The plugin's table as the JSON object plugins receive.
+    pub fn config_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.config).unwrap_or_else(|_| serde_json::json!({}))
+    }
+}
+
 /// Which plugins make up the reward, with their config tables (as JSON).
 #[derive(Clone)]
 pub struct RewardFunction {
@@ -50,6 +68,21 @@ impl RewardFunction {
             aggregator_config: aggregator_config.to_string(),
             aggregator_explicit: aggregator.is_some(),
         })
+    }
+
+    /// Loads the plugins named by config slots.
+    pub fn from_slots(
+        runtime: &Runtime,
+        rubric: &PluginSlot,
+        aggregator: Option<&PluginSlot>,
+    ) -> Result<Self> {
+        RewardFunction::load(
+            runtime,
+            &rubric.plugin,
+            &rubric.config_json(),
+            aggregator.map(|a| a.plugin.as_str()),
+            &aggregator.map_or(serde_json::json!({}), PluginSlot::config_json),
+        )
     }
 
     /// A scorer with its own plugin instances, for one worker thread.

@@ -16,6 +16,12 @@ impl SplitMix64 {
         SplitMix64(seed)
     }
 
+    /// The generator's whole state: `SplitMix64::new(state)` continues the
+    /// same stream (checkpoints store it for exact resume).
+    pub fn state(&self) -> u64 {
+        self.0
+    }
+
     /// The next 64 pseudo-random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);

@@ -23,23 +23,7 @@ use anyhow::{Context as _, Result};
 use serde::Deserialize;
 use std::path::Path;
 
-/// A plugin slot: which plugin, and its own config table.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PluginSlot {
-    /// A built-in plugin name or a path to a `.wasm` component.
-    pub plugin: String,
-    /// The plugin's own table, handed to it as JSON (empty when absent).
-    #[serde(default)]
-    pub config: toml::Table,
-}
-
-impl PluginSlot {
-    /// The plugin's table as the JSON object plugins receive.
-    pub fn config_json(&self) -> serde_json::Value {
-        serde_json::to_value(&self.config).unwrap_or_else(|_| serde_json::json!({}))
-    }
-}
+pub use crate::scoring::PluginSlot;
 
 /// Batching and parallelism of `verifine score`.
 #[derive(Debug, Clone, Deserialize)]

@@ -2,12 +2,12 @@
 //! objective. Rewards come only through [`crate::scoring`]; nothing here
 //! touches wasmtime.
 //!
-//! Status: the model, the tokenizer, the task generator, sampling, the SFT
-//! and GRPO losses and the optimizer are in place and tested; the training
-//! loop that drives them (with self-verification rollouts and rewards from
-//! plugins), checkpoints with resume and `verifine train` are not yet
-//! written (see the closing note of issue 3).
+//! Status: model, tokenizer, task, sampling, SFT and GRPO losses, optimizer
+//! and a first `verifine train` loop are in place; self-verification
+//! rollouts, checkpoints with exact resume, the reference-model KL, the plot
+//! and the benchmarks are not yet written (see the closing note of issue 3).
 
+pub mod checkpoint;
 pub mod grpo;
 pub mod model;
 pub mod optim;
@@ -15,3 +15,4 @@ pub mod rollout;
 pub mod sequences;
 pub mod task;
 pub mod tokenizer;
+pub mod trainer;

@@ -1,0 +1,155 @@
+//! Checkpoints: weights, optimizer state and run state in one directory,
+//! written under a temporary name and renamed, so a kill at any moment leaves
+//! either the previous checkpoint or the new one, never half of one.
+
+use anyhow::{Context as _, Result, ensure};
+use candle_core::{Device, Tensor};
+use candle_nn::VarMap;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const WEIGHTS: &str = "model.safetensors";
+const OPTIMIZER: &str = "optimizer.safetensors";
+const STATE: &str = "state.json";
+
+/// Writes `checkpoints/<name>/` atomically and returns its path.
+pub fn save(
+    checkpoints: &Path,
+    name: &str,
+    varmap: &VarMap,
+    optimizer: &HashMap<String, Tensor>,
+    state: &impl Serialize,
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(checkpoints)
+        .with_context(|| format!("creating {}", checkpoints.display()))?;
+    let target = checkpoints.join(name);
+    let tmp = checkpoints.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    varmap.save(tmp.join(WEIGHTS))?;
+    candle_core::safetensors::save(optimizer, tmp.join(OPTIMIZER))?;
+    std::fs::write(tmp.join(STATE), serde_json::to_vec_pretty(state)?)?;
+    if target.exists() {
+        // Replacing a checkpoint of the same name: move the old one aside
+        // first so there is never a moment without a complete one.
+        let old = checkpoints.join(format!(".{name}.old-{}", std::process::id()));
+        std::fs::rename(&target, &old)?;
+        std::fs::rename(&tmp, &target)?;
+        std::fs::remove_dir_all(&old)?;
+    } else {
+        std::fs::rename(&tmp, &target)?;
+    }
+    Ok(target)
+}
+
+/// Loads a checkpoint into `varmap` (whose variables must already exist) and
+/// returns the optimizer state and the run state.
+pub fn load<S: DeserializeOwned>(
+    dir: &Path,
+    varmap: &mut VarMap,
+    device: &Device,
+) -> Result<(HashMap<String, Tensor>, S)> {
+    for file in [WEIGHTS, OPTIMIZER, STATE] {
+        ensure!(
+            dir.join(file).exists(),
+            "{} is not a complete checkpoint (no {file})",
+            dir.display()
+        );
+    }
+    varmap
+        .load(dir.join(WEIGHTS))
+        .with_context(|| format!("loading weights of {}", dir.display()))?;
+    let optimizer = candle_core::safetensors::load(dir.join(OPTIMIZER), device)?;
+    let state = serde_json::from_slice(&std::fs::read(dir.join(STATE))?)
+        .with_context(|| format!("reading {}", dir.join(STATE).display()))?;
+    Ok((optimizer, state))
+}
+
+/// The newest complete checkpoint under `checkpoints/` (names sort by step).
+pub fn latest(checkpoints: &Path) -> Option<PathBuf> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(checkpoints)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+                && p.join(STATE).exists()
+        })
+        .collect();
+    names.sort();
+    names.pop()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::training::model::{Decoder, ModelConfig};
+    use crate::training::optim::{AdamW, OptimConfig};
+
+    #[test]
+    fn round_trip_and_replacement_leave_one_complete_checkpoint() {
+        let dir = std::env::temp_dir().join(format!("verifine-ckpt-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let varmap = VarMap::new();
+        let _model = Decoder::new(ModelConfig::tiny(7), &varmap, &Device::Cpu).unwrap();
+        let opt = AdamW::new(
+            crate::training::model::sorted_vars(&varmap),
+            OptimConfig::default(),
+        )
+        .unwrap();
+        let path = save(
+            &dir,
+            "step-000010",
+            &varmap,
+            &opt.state(),
+            &serde_json::json!({"step": 10}),
+        )
+        .unwrap();
+        save(
+            &dir,
+            "step-000010",
+            &varmap,
+            &opt.state(),
+            &serde_json::json!({"step": 10}),
+        )
+        .unwrap();
+        save(
+            &dir,
+            "step-000020",
+            &varmap,
+            &opt.state(),
+            &serde_json::json!({"step": 20}),
+        )
+        .unwrap();
+        assert_eq!(latest(&dir).unwrap(), dir.join("step-000020"));
+        let hidden: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(hidden.is_empty(), "temporary directories left behind");
+
+        let mut other = VarMap::new();
+        let _other_model = Decoder::new(ModelConfig::tiny(7), &other, &Device::Cpu).unwrap();
+        let (state, meta): (_, serde_json::Value) = load(&path, &mut other, &Device::Cpu).unwrap();
+        assert_eq!(meta["step"], 10);
+        assert_eq!(state.len(), opt.state().len());
+        let a = varmap.data().lock().unwrap()["embed"]
+            .as_tensor()
+            .to_vec2::<f32>()
+            .unwrap();
+        let b = other.data().lock().unwrap()["embed"]
+            .as_tensor()
+            .to_vec2::<f32>()
+            .unwrap();
+        assert_eq!(a, b);
+
+        std::fs::remove_file(dir.join("step-000020").join(STATE)).unwrap();
+        assert!(
+            load::<serde_json::Value>(&dir.join("step-000020"), &mut other, &Device::Cpu).is_err()
+        );
+        assert_eq!(latest(&dir).unwrap(), dir.join("step-000010"));
+    }
+}
