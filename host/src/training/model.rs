@@ -10,6 +10,7 @@
 //! Rollouts call [`Decoder::detached`] first: the copy shares storage with the
 //! variables but records no graph, and [`KvCache`] keeps past keys and values.
 
+use crate::stats::SplitMix64;
 use anyhow::{Context as _, Result, ensure};
 use candle_core::{D, DType, Device, Tensor, Var};
 use candle_nn::{Init, VarBuilder, VarMap};
@@ -197,6 +198,32 @@ impl Decoder {
         })
     }
 
+    /// Re-draws every weight of `varmap` from `seed` with the same
+    /// distributions as [`Decoder::new`], so runs are reproducible: candle's
+    /// CPU generator cannot be seeded.
+    pub fn reseed(&self, varmap: &VarMap, seed: u64) -> Result<()> {
+        let residual_std = 0.02 / (2.0 * self.config.num_layers as f64).sqrt();
+        for (name, var) in sorted_vars(varmap) {
+            let leaf = name.rsplit('.').next().unwrap_or(&name);
+            let count = var.shape().elem_count();
+            let values: Vec<f32> = if leaf.ends_with("norm") {
+                vec![1.0; count]
+            } else {
+                let std = if leaf == "o" || leaf == "down" {
+                    residual_std
+                } else {
+                    0.02
+                };
+                let mut rng = SplitMix64::new(seed ^ fnv1a(&name));
+                (0..count)
+                    .map(|_| (standard_normal(&mut rng) * std) as f32)
+                    .collect()
+            };
+            var.set(&Tensor::from_vec(values, var.shape(), var.device())?)?;
+        }
+        Ok(())
+    }
+
     /// The model's sizes.
     pub fn config(&self) -> &ModelConfig {
         &self.config
@@ -305,6 +332,21 @@ impl Decoder {
             .reshape((batch, new, heads * dim))?;
         linear(&out, &block.o)
     }
+}
+
+/// FNV-1a of a name: a stable per-variable seed offset.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A standard normal draw (Box–Muller).
+fn standard_normal(rng: &mut SplitMix64) -> f64 {
+    let uniform =
+        |rng: &mut SplitMix64| ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    let (u1, u2) = (uniform(rng), uniform(rng));
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
 /// `x · wᵀ` for `x` of any leading shape.
@@ -553,6 +595,30 @@ mod tests {
         assert!(diff.max_all().unwrap().to_scalar::<f32>().unwrap() < 1e-5);
         let all: Vec<f32> = padded.flatten_all().unwrap().to_vec1().unwrap();
         assert!(all.iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn reseeding_makes_initialization_reproducible() {
+        let (map_a, a) = tiny();
+        let (map_b, b) = tiny();
+        a.reseed(&map_a, 7).unwrap();
+        b.reseed(&map_b, 7).unwrap();
+        let input = ids(&[&[1, 2, 3]]);
+        let diff = (a.forward(&input, None).unwrap() - b.forward(&input, None).unwrap())
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap();
+        assert_eq!(diff.to_scalar::<f32>().unwrap(), 0.0);
+        let embed: Vec<f32> = map_a.data().lock().unwrap()["embed"]
+            .as_tensor()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let std = (embed.iter().map(|v| v * v).sum::<f32>() / embed.len() as f32).sqrt();
+        assert!((std - 0.02).abs() < 0.005, "{std}");
     }
 
     #[test]

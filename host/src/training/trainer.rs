@@ -12,7 +12,7 @@
 use super::grpo::{GrpoConfig, LossInputs, advantages, loss};
 use super::model::{Decoder, ModelConfig, save_weights, sorted_vars};
 use super::optim::{AdamW, OptimConfig};
-use super::rollout::{GenerateOptions, Sampling, generate};
+use super::rollout::{Completion, GenerateOptions, Sampling, generate};
 use super::sequences::{Sequence, SequenceBatch, batch, log_probs, sft_loss};
 use super::task::{Problem, TaskConfig, splits};
 use super::tokenizer::ChatTokenizer;
@@ -292,9 +292,9 @@ pub fn train(config: &TrainConfig, run_dir: &Path) -> Result<Summary> {
         rope_theta: 10_000.0,
         rms_eps: 1e-6,
     };
-    device.set_seed(config.seed).ok();
     let varmap = VarMap::new();
     let model = Decoder::new(model_config, &varmap, &device)?;
+    model.reseed(&varmap, config.seed)?;
 
     let runtime = Runtime::new(config.limits)?;
     let reward = RewardFunction::from_slots(
@@ -511,17 +511,7 @@ fn run_grpo(
         let samples: Vec<Sample> = completions
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                let problem = problems[i / g];
-                Ok(Sample {
-                    id: format!("{step}-{i}"),
-                    prompt: problem.prompt.clone(),
-                    response: tokenizer.decode(&c.ids)?,
-                    reference: Some(problem.solution.clone()),
-                    context: "{}".to_string(),
-                    metadata: Vec::new(),
-                })
-            })
+            .map(|(i, c)| judged_sample(format!("{step}-{i}"), problems[i / g], tokenizer, c))
             .collect::<Result<_>>()?;
         let plugin_started = Instant::now();
         let scored = scorer.score_batch(step as u64, 0, &samples);
@@ -603,6 +593,24 @@ fn run_grpo(
     Ok(totals)
 }
 
+/// What the reward rubric judges: the decoded completion against the
+/// problem's worked solution.
+fn judged_sample(
+    id: String,
+    problem: &Problem,
+    tokenizer: &ChatTokenizer,
+    completion: &Completion,
+) -> Result<Sample> {
+    Ok(Sample {
+        id,
+        prompt: problem.prompt.clone(),
+        response: tokenizer.decode(&completion.ids)?,
+        reference: Some(problem.solution.clone()),
+        context: "{}".to_string(),
+        metadata: Vec::new(),
+    })
+}
+
 /// Mean verdict score per criterion over a batch.
 fn criterion_means(scored: &[crate::scoring::ScoredSample]) -> BTreeMap<String, f64> {
     let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
@@ -646,16 +654,7 @@ fn heldout_accuracy(
             .iter()
             .zip(&completions)
             .enumerate()
-            .map(|(i, (p, c))| {
-                Ok(Sample {
-                    id: format!("heldout-{i}"),
-                    prompt: p.prompt.clone(),
-                    response: tokenizer.decode(&c.ids)?,
-                    reference: Some(p.solution.clone()),
-                    context: "{}".to_string(),
-                    metadata: Vec::new(),
-                })
-            })
+            .map(|(i, (p, c))| judged_sample(format!("heldout-{i}"), p, tokenizer, c))
             .collect::<Result<_>>()?;
         correct += scorer
             .score_batch(0, 0, &samples)
