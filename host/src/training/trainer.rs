@@ -78,10 +78,10 @@ pub struct SftConfig {
 impl Default for SftConfig {
     fn default() -> Self {
         SftConfig {
-            steps: 300,
+            steps: 800,
             batch_size: 16,
             optim: OptimConfig {
-                learning_rate: 3e-3,
+                learning_rate: 5e-3,
                 warmup_steps: 20,
                 ..OptimConfig::default()
             },
@@ -122,7 +122,7 @@ pub struct GrpoPhase {
 impl Default for GrpoPhase {
     fn default() -> Self {
         GrpoPhase {
-            steps: 40,
+            steps: 80,
             prompts_per_step: 8,
             max_new_tokens: 48,
             temperature: 1.0,
@@ -190,7 +190,10 @@ impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {
             seed: 0,
-            task: TaskConfig::default(),
+            task: TaskConfig {
+                max_steps: 2,
+                max_operand: 9,
+            },
             train_problems: 4000,
             heldout_problems: 200,
             vocab_size: 400,
@@ -707,9 +710,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_config_parses() {
-        let config = TrainConfig::from_toml(DEFAULT_CONFIG, "default").unwrap();
-        assert_eq!(config.reward.rubric.plugin, "math-answer");
+    fn the_shipped_config_is_the_default() {
+        let shipped = TrainConfig::from_toml(DEFAULT_CONFIG, "default").unwrap();
+        let defaults = TrainConfig::default();
+        assert_eq!(shipped.reward.rubric.plugin, "math-answer");
+        assert_eq!(
+            toml::to_string(&shipped).unwrap(),
+            toml::to_string(&defaults).unwrap()
+        );
     }
 
     #[test]
