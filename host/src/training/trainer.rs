@@ -556,8 +556,10 @@ fn run_grpo(
                 batch(&sequences, tokenizer.pad, device)?,
                 config.model.max_seq_len,
             )?;
-            let old = log_probs(&model.detached(), &b)?;
             let current = log_probs(model, &b)?;
+            // One update per rollout batch: the sampling policy is the current
+            // one, so its log-probs are these values without the graph.
+            let old = current.detach();
             let adv = Tensor::new(kept_advantages.as_slice(), device)?;
             let inputs = LossInputs {
                 log_probs: &current,
