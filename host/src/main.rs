@@ -74,8 +74,12 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
         /// Where outputs go (default: runs/train-<unix time>).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "resume")]
         run_dir: Option<PathBuf>,
+        /// Continue the run in this directory from its newest checkpoint
+        /// (its own config is used).
+        #[arg(long, value_name = "RUN_DIR", conflicts_with = "config")]
+        resume: Option<PathBuf>,
     },
     /// Inspect and check plugins.
     Plugin {
@@ -167,7 +171,21 @@ fn run(cli: Cli) -> Result<()> {
                 print!("{report}");
             }
         }
-        Command::Train { config, run_dir } => {
+        Command::Train {
+            config,
+            run_dir,
+            resume: Some(resume_dir),
+        } => {
+            debug_assert!(config.is_none() && run_dir.is_none());
+            let summary = verifine::training::trainer::resume(&resume_dir)?;
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+            println!("outputs in {}", resume_dir.display());
+        }
+        Command::Train {
+            config,
+            run_dir,
+            resume: None,
+        } => {
             use verifine::training::trainer::{
                 DEFAULT_CONFIG, TrainConfig, default_run_dir, train,
             };

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub const DEFAULT_AGGREGATOR: &str = "weighted-sum";
 
 /// A plugin slot: which plugin, and its own config table.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSlot {
     /// A built-in plugin name or a path to a `.wasm` component.

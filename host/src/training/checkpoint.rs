@@ -67,6 +67,35 @@ pub fn load<S: DeserializeOwned>(
     Ok((optimizer, state))
 }
 
+/// Reads only the run state of a checkpoint (to learn its config before any
+/// model exists).
+pub fn read_state<S: DeserializeOwned>(dir: &Path) -> Result<S> {
+    let path = dir.join(STATE);
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// Deletes all but the newest `keep` complete checkpoints, and temporary
+/// directories that a killed writer left behind.
+pub fn prune(checkpoints: &Path, keep: usize) -> Result<()> {
+    let mut complete = Vec::new();
+    for entry in std::fs::read_dir(checkpoints)? {
+        let path = entry?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        match name {
+            Some(n) if n.starts_with('.') => std::fs::remove_dir_all(&path)?,
+            Some(_) if path.join(STATE).exists() => complete.push(path),
+            _ => {}
+        }
+    }
+    complete.sort();
+    let excess = complete.len().saturating_sub(keep);
+    for old in &complete[..excess] {
+        std::fs::remove_dir_all(old).with_context(|| format!("removing {}", old.display()))?;
+    }
+    Ok(())
+}
+
 /// The newest complete checkpoint under `checkpoints/` (names sort by step).
 pub fn latest(checkpoints: &Path) -> Option<PathBuf> {
     let mut names: Vec<PathBuf> = std::fs::read_dir(checkpoints)
@@ -151,5 +180,19 @@ mod tests {
             load::<serde_json::Value>(&dir.join("step-000020"), &mut other, &Device::Cpu).is_err()
         );
         assert_eq!(latest(&dir).unwrap(), dir.join("step-000010"));
+
+        std::fs::create_dir_all(dir.join(".step-000030.tmp-1")).unwrap();
+        save(&dir, "step-000040", &varmap, &opt.state(), &serde_json::json!({"step": 40})).unwrap();
+        prune(&dir, 1).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        // step-000020 is incomplete (no state), so it is not counted, and kept.
+        assert!(left.contains(&"step-000040".to_string()), "{left:?}");
+        assert!(!left.contains(&"step-000010".to_string()), "{left:?}");
+        assert!(!left.iter().any(|n| n.starts_with('.')), "{left:?}");
+        let state: serde_json::Value = read_state(&dir.join("step-000040")).unwrap();
+        assert_eq!(state["step"], 40);
     }
 }

@@ -1,18 +1,20 @@
-//! Training: the decoder model, the embedded arithmetic task and the GRPO
-//! objective. Rewards come only through [`crate::scoring`]; nothing here
+//! Training: the decoder model, the embedded arithmetic task, the SFT and
+//! GRPO objectives, self-verification rollouts, checkpoints and the
+//! `verifine train` loop. Rewards and curriculum decisions come only through
+//! the plugin runtime ([`crate::scoring`], [`crate::runtime`]); nothing here
 //! touches wasmtime.
-//!
-//! Status: model, tokenizer, task, sampling, SFT and GRPO losses, optimizer
-//! and a first `verifine train` loop are in place; self-verification
-//! rollouts, checkpoints with exact resume, the reference-model KL, the plot
-//! and the benchmarks are not yet written (see the closing note of issue 3).
 
 pub mod checkpoint;
+pub mod config;
+pub mod conversation;
 pub mod grpo;
+pub mod metrics_log;
 pub mod model;
 pub mod optim;
+pub mod plot;
 pub mod rollout;
 pub mod sequences;
+pub mod sft_data;
 pub mod task;
 pub mod tokenizer;
 pub mod trainer;

@@ -21,6 +21,30 @@ use std::path::Path;
 /// row (padding) gives a uniform distribution instead of NaN.
 pub const MASKED: f32 = -1e9;
 
+/// Precision of the forward and backward passes. Variables and optimizer
+/// state are always f32 ("master weights"); with `bf16` each pass works on a
+/// bf16 copy whose gradients flow back to the f32 variables through the cast.
+/// Norms, softmax and log-softmax run in f32 either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComputeDType {
+    /// Full precision (the CPU default).
+    #[default]
+    F32,
+    /// bfloat16 matrix work (meant for GPUs).
+    Bf16,
+}
+
+impl ComputeDType {
+    /// The candle dtype.
+    pub fn dtype(self) -> DType {
+        match self {
+            ComputeDType::F32 => DType::F32,
+            ComputeDType::Bf16 => DType::BF16,
+        }
+    }
+}
+
 /// Sizes of a decoder, from tiny (tests) to 0.5B-class (GPU).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,17 +140,24 @@ struct Block {
 
 impl Block {
     fn map(&self, f: impl Fn(&Tensor) -> Tensor) -> Block {
-        Block {
-            attn_norm: f(&self.attn_norm),
-            q: f(&self.q),
-            k: f(&self.k),
-            v: f(&self.v),
-            o: f(&self.o),
-            mlp_norm: f(&self.mlp_norm),
-            gate: f(&self.gate),
-            up: f(&self.up),
-            down: f(&self.down),
-        }
+        self.try_map(|t| Ok(f(t))).expect("infallible")
+    }
+
+    fn try_map(
+        &self,
+        f: impl Fn(&Tensor) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<Block> {
+        Ok(Block {
+            attn_norm: f(&self.attn_norm)?,
+            q: f(&self.q)?,
+            k: f(&self.k)?,
+            v: f(&self.v)?,
+            o: f(&self.o)?,
+            mlp_norm: f(&self.mlp_norm)?,
+            gate: f(&self.gate)?,
+            up: f(&self.up)?,
+            down: f(&self.down)?,
+        })
     }
 }
 
@@ -229,6 +260,44 @@ impl Decoder {
         &self.config
     }
 
+    /// The model computing in `dtype`: the weights are cast (a no-op for
+    /// f32), and the cast is part of the graph, so gradients reach the f32
+    /// variables.
+    pub fn cast(&self, dtype: ComputeDType) -> Result<Decoder> {
+        let dtype = dtype.dtype();
+        let cast = |t: &Tensor| t.to_dtype(dtype);
+        Ok(Decoder {
+            config: self.config.clone(),
+            embed: cast(&self.embed)?,
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| b.try_map(cast))
+                .collect::<candle_core::Result<_>>()?,
+            final_norm: cast(&self.final_norm)?,
+            cos: cast(&self.cos)?,
+            sin: cast(&self.sin)?,
+        })
+    }
+
+    /// A frozen copy with its own storage (the KL reference): later updates
+    /// of the variables do not reach it.
+    pub fn frozen_copy(&self) -> Result<Decoder> {
+        let copy = |t: &Tensor| t.detach().copy();
+        Ok(Decoder {
+            config: self.config.clone(),
+            embed: copy(&self.embed)?,
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| b.try_map(copy))
+                .collect::<candle_core::Result<_>>()?,
+            final_norm: copy(&self.final_norm)?,
+            cos: self.cos.clone(),
+            sin: self.sin.clone(),
+        })
+    }
+
     /// A copy for rollouts: same storage, no gradient tracking.
     pub fn detached(&self) -> Decoder {
         Decoder {
@@ -273,7 +342,7 @@ impl Decoder {
             .embed
             .index_select(&ids.flatten_all()?, 0)?
             .reshape((batch, new, h))?;
-        let mask = attention_mask(batch, start, new, key_mask, x.device())?;
+        let mask = attention_mask(batch, start, new, key_mask, x.device())?.to_dtype(x.dtype())?;
         let cos = self.cos.narrow(0, start, new)?;
         let sin = self.sin.narrow(0, start, new)?;
         for (block, layer_cache) in self.blocks.iter().zip(cache.layers.iter_mut()) {
@@ -325,7 +394,8 @@ impl Decoder {
         let k = repeat_kv(&k, heads / kv_heads)?;
         let v = repeat_kv(&v, heads / kv_heads)?;
         let scores = (q.matmul(&k.t()?)? / (dim as f64).sqrt())?.broadcast_add(mask)?;
-        let probs = candle_nn::ops::softmax(&scores, D::Minus1)?;
+        let probs = candle_nn::ops::softmax(&scores.to_dtype(DType::F32)?, D::Minus1)?
+            .to_dtype(x.dtype())?;
         let out = probs
             .matmul(&v)?
             .transpose(1, 2)?
@@ -354,11 +424,15 @@ fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     Ok(x.broadcast_matmul(&w.t()?)?)
 }
 
-/// RMSNorm from differentiable ops.
+/// RMSNorm from differentiable ops, in f32 whatever the compute dtype.
 fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
+    let dtype = x.dtype();
+    let x = x.to_dtype(DType::F32)?;
     let mean_square = x.sqr()?.mean_keepdim(D::Minus1)?;
     let normed = x.broadcast_div(&(mean_square + eps)?.sqrt()?)?;
-    Ok(normed.broadcast_mul(weight)?)
+    Ok(normed
+        .broadcast_mul(&weight.to_dtype(DType::F32)?)?
+        .to_dtype(dtype)?)
 }
 
 /// x·σ(x), with σ written out so it has a backward pass.
@@ -438,7 +512,7 @@ fn attention_mask(
 /// Log-probability of each target token: `[batch, seq]` from logits
 /// `[batch, seq, vocab]` and targets `[batch, seq]` (u32).
 pub fn token_log_probs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    let log_probs = candle_nn::ops::log_softmax(logits, D::Minus1)?;
+    let log_probs = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
     Ok(log_probs
         .gather(&targets.unsqueeze(D::Minus1)?.contiguous()?, D::Minus1)?
         .squeeze(D::Minus1)?)

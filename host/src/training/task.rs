@@ -135,6 +135,48 @@ fn problem(rng: &mut SplitMix64, config: &TaskConfig) -> Problem {
     }
 }
 
+/// The worked solution of `problem` with one arithmetic slip: one step's
+/// result is off by 1–3 and every later step carries the error on, so the
+/// final answer is wrong. Stands in for the wrong solutions real SFT data
+/// holds, and teaches self-verification what a NO looks like.
+pub fn with_slip(problem: &Problem, rng: &mut SplitMix64) -> String {
+    let steps: Vec<(i64, char, i64)> = problem
+        .solution
+        .lines()
+        .filter_map(|line| {
+            let (lhs, _) = line.split_once(" = ")?;
+            let mut parts = lhs.split(' ');
+            let a = parts.next()?.parse().ok()?;
+            let op = parts.next()?.chars().next()?;
+            let b = parts.next()?.parse().ok()?;
+            Some((a, op, b))
+        })
+        .collect();
+    let slipped = rng.below(steps.len().max(1));
+    let delta = 1 + rng.below(3) as i64;
+    let mut running = steps.first().map_or(problem.answer, |s| s.0);
+    let mut lines = Vec::with_capacity(steps.len() + 1);
+    for (i, &(_, op, b)) in steps.iter().enumerate() {
+        let mut next = match op {
+            '+' => running + b,
+            '-' => running - b,
+            _ => running * b,
+        };
+        if i == slipped {
+            // Stay non-negative, as the generator does.
+            next = if next >= delta && rng.below(2) == 0 {
+                next - delta
+            } else {
+                next + delta
+            };
+        }
+        lines.push(format!("{running} {op} {b} = {next}"));
+        running = next;
+    }
+    lines.push(format!("#### {running}"));
+    lines.join("\n")
+}
+
 /// `n` problems from `seed`.
 pub fn generate(seed: u64, n: usize, config: &TaskConfig) -> Vec<Problem> {
     let mut rng = SplitMix64::new(seed);
@@ -184,6 +226,23 @@ mod tests {
                 assert_eq!(expected, rhs.parse::<i64>().unwrap(), "{line}");
             }
             assert!(p.answer >= 0);
+        }
+    }
+
+    #[test]
+    fn a_slipped_solution_is_well_formed_but_ends_in_a_wrong_answer() {
+        let mut rng = SplitMix64::new(4);
+        for p in generate(5, 300, &TaskConfig::default()) {
+            let slipped = with_slip(&p, &mut rng);
+            let read = math_answer::answer::reference_answer(&slipped).unwrap();
+            assert_ne!(read, p.answer as f64, "{slipped}");
+            assert_eq!(slipped.lines().count(), p.solution.lines().count());
+            let wrong_lines = slipped
+                .lines()
+                .zip(p.solution.lines())
+                .filter(|(a, b)| a != b)
+                .count();
+            assert!(wrong_lines >= 2, "the slip carries on to the answer");
         }
     }
 
