@@ -182,7 +182,14 @@ mod tests {
         assert_eq!(latest(&dir).unwrap(), dir.join("step-000010"));
 
         std::fs::create_dir_all(dir.join(".step-000030.tmp-1")).unwrap();
-        save(&dir, "step-000040", &varmap, &opt.state(), &serde_json::json!({"step": 40})).unwrap();
+        save(
+            &dir,
+            "step-000040",
+            &varmap,
+            &opt.state(),
+            &serde_json::json!({"step": 40}),
+        )
+        .unwrap();
         prune(&dir, 1).unwrap();
         let left: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()

@@ -309,7 +309,10 @@ impl TrainConfig {
             self.grpo.objective.num_generations >= 2,
             "grpo.objective.num_generations must be at least 2 (advantages compare within a group)"
         );
-        ensure!(self.sft.batch_size >= 1, "sft.batch_size must be at least 1");
+        ensure!(
+            self.sft.batch_size >= 1,
+            "sft.batch_size must be at least 1"
+        );
         ensure!(
             self.grpo.temperature > 0.0,
             "grpo.temperature must be positive"
@@ -318,7 +321,10 @@ impl TrainConfig {
             self.grpo.objective.beta >= 0.0,
             "grpo.objective.beta must not be negative"
         );
-        ensure!(self.checkpoints.keep >= 1, "checkpoints.keep must be at least 1");
+        ensure!(
+            self.checkpoints.keep >= 1,
+            "checkpoints.keep must be at least 1"
+        );
         Ok(())
     }
 
@@ -343,11 +349,29 @@ mod tests {
     }
 
     #[test]
+    fn every_shipped_example_config_parses() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/arithmetic");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                TrainConfig::from_toml(&text, &path.display().to_string()).unwrap();
+                seen += 1;
+            }
+        }
+        assert!(seen >= 3, "train, self-verify and noisy-sft configs");
+    }
+
+    #[test]
     fn bad_settings_are_refused_with_the_file_named() {
-        let err = TrainConfig::from_toml("[sft]\nnoisy_target_share = 1.5\n", "bad.toml")
-            .unwrap_err();
+        let err =
+            TrainConfig::from_toml("[sft]\nnoisy_target_share = 1.5\n", "bad.toml").unwrap_err();
         let text = format!("{err:#}");
-        assert!(text.contains("bad.toml") && text.contains("noisy_target_share"), "{text}");
+        assert!(
+            text.contains("bad.toml") && text.contains("noisy_target_share"),
+            "{text}"
+        );
         let err = TrainConfig::from_toml("[grpo]\nstep = 3\n", "typo.toml").unwrap_err();
         assert!(format!("{err:#}").contains("step"), "{err:#}");
     }

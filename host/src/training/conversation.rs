@@ -226,8 +226,7 @@ pub fn sft_sequence(
     rng: &mut SplitMix64,
 ) -> Result<Sequence> {
     let mut sequence = Sequence::prompt_response(&tokenizer.prompt_ids(&problem.prompt)?, &[]);
-    let teach_verification =
-        verification.enabled && unit(rng) < verification.sft_share;
+    let teach_verification = verification.enabled && unit(rng) < verification.sft_share;
     if !teach_verification {
         append(&mut sequence, &tokenizer.response_ids(target)?, true);
         return Ok(sequence);
@@ -312,14 +311,24 @@ mod tests {
                 .windows(verify.len())
                 .position(|w| w == verify.as_slice())
                 .unwrap();
-            assert!(!s.trainable[user_positions..user_positions + verify.len()]
-                .iter()
-                .any(|t| *t));
+            assert!(
+                !s.trainable[user_positions..user_positions + verify.len()]
+                    .iter()
+                    .any(|t| *t)
+            );
             if text.contains("NO") {
                 saw_no = true;
-                assert!(s.ids.windows(rethink.len()).any(|w| w == rethink.as_slice()));
+                assert!(
+                    s.ids
+                        .windows(rethink.len())
+                        .any(|w| w == rethink.as_slice())
+                );
                 // The slipped answer is not trained; the redo is, exactly once.
-                assert_eq!(text.matches(&format!("#### {}", p.answer)).count(), 1, "{text}");
+                assert_eq!(
+                    text.matches(&format!("#### {}", p.answer)).count(),
+                    1,
+                    "{text}"
+                );
                 assert_eq!(text.matches("####").count(), 1, "{text}");
             } else {
                 saw_yes = true;
@@ -344,7 +353,10 @@ mod tests {
             ..SelfVerification::default()
         };
         let p = &problems(3, 4, &TaskConfig::default());
-        let prompts: Vec<Vec<u32>> = p.iter().map(|p| tok.prompt_ids(&p.prompt).unwrap()).collect();
+        let prompts: Vec<Vec<u32>> = p
+            .iter()
+            .map(|p| tok.prompt_ids(&p.prompt).unwrap())
+            .collect();
         let options = RolloutOptions {
             max_new_tokens: 6,
             max_seq_len: 200,

@@ -92,7 +92,8 @@ impl MetricsLog {
 
 /// The parsable lines of a metrics file (a torn last line is skipped).
 pub fn read(path: &Path) -> Result<Vec<serde_json::Value>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(text
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
@@ -125,7 +126,11 @@ mod tests {
 
         let mut log = MetricsLog::resume(&path, 2).unwrap();
         log.append(&json!({ "step": 2 })).unwrap();
-        let steps: Vec<_> = read(&path).unwrap().iter().map(|l| l["step"].clone()).collect();
+        let steps: Vec<_> = read(&path)
+            .unwrap()
+            .iter()
+            .map(|l| l["step"].clone())
+            .collect();
         assert_eq!(steps, [json!(0), json!(1), json!(2)]);
         assert_eq!(log.lines(), 3);
         assert!(MetricsLog::resume(&path, 7).is_err());

@@ -34,7 +34,9 @@ impl Series {
                 Some("grpo") => series.reward.extend(point(line, "reward_mean")),
                 Some("eval") => {
                     series.accuracy.extend(point(line, "heldout_accuracy"));
-                    series.accuracy_fv.extend(point(line, "heldout_accuracy_fv"));
+                    series
+                        .accuracy_fv
+                        .extend(point(line, "heldout_accuracy_fv"));
                 }
                 _ => {}
             }
@@ -69,7 +71,12 @@ pub fn draw(series: &Series, path: &Path) -> Result<()> {
         } else {
             (0.0, 1.0)
         };
-        panel(&top, "GRPO reward (mean per step)", lo..hi, &[("reward", &series.reward, BLUE)])?;
+        panel(
+            &top,
+            "GRPO reward (mean per step)",
+            lo..hi,
+            &[("reward", &series.reward, BLUE)],
+        )?;
         let mut accuracy = vec![("pure run (PR)", &series.accuracy, RED)];
         if !series.accuracy_fv.is_empty() {
             accuracy.push(("final verification (FV)", &series.accuracy_fv, GREEN));
@@ -81,13 +88,16 @@ pub fn draw(series: &Series, path: &Path) -> Result<()> {
         .map_err(|e| anyhow!("renaming {} into {}: {e}", tmp.display(), path.display()))
 }
 
+/// A named line: label, points, colour.
+type Line<'a> = (&'a str, &'a Vec<(f64, f64)>, RGBColor);
+
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
 
 fn panel(
     area: &Area<'_>,
     title: &str,
     steps: std::ops::Range<f64>,
-    lines: &[(&str, &Vec<(f64, f64)>, RGBColor)],
+    lines: &[Line<'_>],
 ) -> Result<()> {
     let (y_lo, y_hi) = lines
         .iter()

@@ -41,6 +41,8 @@ pub struct SftPool {
     pub items: Vec<SftItem>,
     kept: Vec<usize>,
     cumulative: Vec<f64>,
+    /// All kept weights are equal: draws are exactly uniform.
+    uniform: bool,
     /// The curriculum plugin that decided, if any.
     pub curriculum: Option<Provenance>,
 }
@@ -104,7 +106,9 @@ impl SftPool {
                 let decisions = instance
                     .select(&ctx, &candidates)
                     .map_err(|e| anyhow!("SFT curriculum {}: {e}", slot.plugin))?
-                    .map_err(|e| anyhow!("SFT curriculum {} refused the batch: {e}", slot.plugin))?;
+                    .map_err(|e| {
+                        anyhow!("SFT curriculum {} refused the batch: {e}", slot.plugin)
+                    })?;
                 for (item, decision) in chunk.iter_mut().zip(decisions) {
                     item.weight = match decision.selection {
                         Selection::Drop => None,
@@ -125,7 +129,9 @@ impl SftPool {
     }
 
     fn from_items(items: Vec<SftItem>, curriculum: Option<Provenance>) -> Result<Self> {
-        let kept: Vec<usize> = (0..items.len()).filter(|&i| items[i].weight.is_some()).collect();
+        let kept: Vec<usize> = (0..items.len())
+            .filter(|&i| items[i].weight.is_some())
+            .collect();
         ensure!(
             !kept.is_empty(),
             "the SFT curriculum dropped all {} samples",
@@ -139,19 +145,28 @@ impl SftPool {
                 total
             })
             .collect();
+        let first = kept.first().and_then(|&i| items[i].weight);
+        let uniform = kept.iter().all(|&i| items[i].weight == first);
         Ok(SftPool {
             items,
             kept,
             cumulative,
+            uniform,
             curriculum,
         })
     }
 
     /// Draws one kept sample, with probability proportional to its weight.
     pub fn draw(&self, rng: &mut SplitMix64) -> &SftItem {
+        if self.uniform {
+            return &self.items[self.kept[rng.below(self.kept.len())]];
+        }
         let total = *self.cumulative.last().expect("pool is never empty");
         let x = super::conversation::unit(rng) * total;
-        let at = self.cumulative.partition_point(|c| *c <= x).min(self.kept.len() - 1);
+        let at = self
+            .cumulative
+            .partition_point(|c| *c <= x)
+            .min(self.kept.len() - 1);
         &self.items[self.kept[at]]
     }
 
@@ -214,7 +229,11 @@ mod tests {
         let mut counts = [0usize; 3];
         for _ in 0..40_000 {
             let drawn = pool.draw(&mut rng) as *const SftItem;
-            let index = pool.items.iter().position(|i| std::ptr::eq(i, drawn)).unwrap();
+            let index = pool
+                .items
+                .iter()
+                .position(|i| std::ptr::eq(i, drawn))
+                .unwrap();
             counts[index] += 1;
         }
         assert_eq!(counts[1], 0);

@@ -213,7 +213,12 @@ impl Run {
             .collect();
         let svr = &config.self_verification;
         if svr.enabled {
-            corpus.extend([svr.verify_prompt.as_str(), svr.rethink_prompt.as_str(), "YES", "NO"]);
+            corpus.extend([
+                svr.verify_prompt.as_str(),
+                svr.rethink_prompt.as_str(),
+                "YES",
+                "NO",
+            ]);
         }
         let tokenizer = ChatTokenizer::train(&corpus, config.vocab_size)?;
         tokenizer.save(&run_dir.join("tokenizer.json"))?;
@@ -342,14 +347,14 @@ impl Run {
             let grpo_done = self.step.saturating_sub(self.config.sft.steps);
             if self.step > self.config.sft.steps
                 && self.config.eval_every > 0
-                && grpo_done % self.config.eval_every == 0
+                && grpo_done.is_multiple_of(self.config.eval_every)
                 && self.step < total
             {
                 let eval = self.evaluate(false)?;
                 self.log_eval(eval)?;
             }
             let every = self.config.checkpoints.every;
-            if self.step == total || (every > 0 && self.step % every == 0) {
+            if self.step == total || (every > 0 && self.step.is_multiple_of(every)) {
                 self.checkpoint()?;
             }
         }
@@ -516,7 +521,9 @@ impl Run {
             let (l, kl) = loss(&inputs, &phase.objective)?;
             let learning_rate = self.optimizer.learning_rate();
             let grad_norm = self.optimizer.step(&l.backward()?)?;
-            let kl = kl.map(|k| k.to_scalar::<f32>().map(f64::from)).transpose()?;
+            let kl = kl
+                .map(|k| k.to_scalar::<f32>().map(f64::from))
+                .transpose()?;
             (
                 Some(f64::from(l.to_scalar::<f32>()?)),
                 Some(grad_norm),
@@ -533,7 +540,13 @@ impl Run {
         self.totals.turns += turns;
         let tokens_per_second = generated as f64 / seconds.max(1e-9);
         let svr = self.config.self_verification.enabled;
-        let count = |v: Verdict| rolled.iter().flat_map(|r| &r.verdicts).filter(|x| **x == v).count();
+        let count = |v: Verdict| {
+            rolled
+                .iter()
+                .flat_map(|r| &r.verdicts)
+                .filter(|x| **x == v)
+                .count()
+        };
         bar.set_message(format!(
             "grpo reward {reward_mean:.3}  kl {}  {tokens_per_second:.0} tok/s",
             kl.map_or_else(|| "off (beta 0)".to_string(), |k| format!("{k:.4}"))
@@ -864,7 +877,8 @@ mod tests {
     }
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("verifine-train-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("verifine-train-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
     }
@@ -893,10 +907,15 @@ mod tests {
         // second, and the final eval.
         assert_eq!(
             phases,
-            ["sft", "sft", "sft", "eval", "grpo", "grpo", "eval", "grpo", "eval"]
+            [
+                "sft", "sft", "sft", "eval", "grpo", "grpo", "eval", "grpo", "eval"
+            ]
         );
         let grpo_line = lines.iter().find(|l| l["phase"] == "grpo").unwrap();
-        assert_eq!(grpo_line["plugins"][0]["name"], "math-answer", "{grpo_line}");
+        assert_eq!(
+            grpo_line["plugins"][0]["name"], "math-answer",
+            "{grpo_line}"
+        );
         assert!(grpo_line["criteria"].is_object(), "{grpo_line}");
         assert!(summary.plugin_time_share < 1.0);
         // Checkpoints every 2 steps and at the end.
@@ -971,7 +990,10 @@ mod tests {
         assert!(summary.heldout_accuracy_fv_final.is_some());
         let lines = metrics_log::read(&dir.join("metrics.jsonl")).unwrap();
         let grpo = lines.iter().find(|l| l["phase"] == "grpo").unwrap();
-        assert!(grpo["mean_turns"].is_number() && grpo["verdicts_no"].is_number(), "{grpo}");
+        assert!(
+            grpo["mean_turns"].is_number() && grpo["verdicts_no"].is_number(),
+            "{grpo}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -988,16 +1010,31 @@ mod tests {
         let items: Vec<crate::training::sft_data::SftItem> =
             crate::data::read_jsonl(&dir.join("sft_selection.jsonl")).unwrap();
         let noisy = items.iter().filter(|i| i.noisy).count();
-        assert!(noisy > 30 && noisy < 90, "about 30% of 200 targets slipped: {noisy}");
+        assert!(
+            noisy > 30 && noisy < 90,
+            "about 30% of 200 targets slipped: {noisy}"
+        );
         for item in &items {
             assert_eq!(item.weight.is_none(), item.noisy, "{item:?}");
             // math-answer: 1 for the right answer, a small format credit
             // (< min_reference_score 0.5) for a well-formed wrong one.
             let score = item.judge_score.unwrap();
-            assert!(if item.noisy { score < 0.5 } else { score == 1.0 }, "{item:?}");
+            assert!(
+                if item.noisy {
+                    score < 0.5
+                } else {
+                    score == 1.0
+                },
+                "{item:?}"
+            );
         }
         assert_eq!(summary.sft_samples_kept, 200 - noisy);
-        assert!(summary.plugins.iter().any(|p| p.name == "weakness-curriculum"));
+        assert!(
+            summary
+                .plugins
+                .iter()
+                .any(|p| p.name == "weakness-curriculum")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,0 +1,141 @@
+//! A training run killed with SIGKILL and resumed ends with the same weights,
+//! bit for bit, as an uninterrupted run with the same seed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = r#"
+seed = 3
+train_problems = 200
+heldout_problems = 10
+eval_every = 10
+vocab_size = 300
+
+[model]
+hidden_size = 16
+num_layers = 1
+num_heads = 2
+num_kv_heads = 1
+intermediate_size = 32
+
+[sft]
+steps = 60
+batch_size = 4
+
+[grpo]
+steps = 30
+prompts_per_step = 2
+max_new_tokens = 8
+objective = { num_generations = 2, dynamic_sampling = false }
+
+[checkpoints]
+every = 5
+keep = 3
+"#;
+
+fn verifine() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_verifine"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("verifine-kill-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn complete_checkpoints(run: &Path) -> usize {
+    std::fs::read_dir(run.join("checkpoints"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.path().join("state.json").exists())
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_run_killed_with_sigkill_and_resumed_ends_with_the_same_weights() {
+    let dir = scratch("resume");
+    let config = dir.join("tiny.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+
+    let whole = dir.join("whole");
+    let status = verifine()
+        .args(["train", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&whole)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    let killed = dir.join("killed");
+    let mut child = verifine()
+        .args(["train", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&killed)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while complete_checkpoints(&killed) == 0 {
+        assert!(Instant::now() < deadline, "no checkpoint appeared");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    assert!(
+        !killed.join("summary.json").exists(),
+        "the run finished before the kill; make the test run longer"
+    );
+
+    let output = verifine()
+        .args(["train", "--resume"])
+        .arg(&killed)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(killed.join("summary.json")).unwrap()).unwrap();
+    assert!(
+        summary["resumed_from_step"].as_u64().unwrap() < 90,
+        "{summary}"
+    );
+    assert!(
+        std::fs::read(killed.join("model.safetensors")).unwrap()
+            == std::fs::read(whole.join("model.safetensors")).unwrap(),
+        "resumed weights differ from the uninterrupted run's"
+    );
+    // At most `keep` checkpoints remain, all complete.
+    assert!(complete_checkpoints(&killed) <= 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn resume_and_config_flags_are_exclusive_and_resume_needs_a_checkpoint() {
+    let dir = scratch("flags");
+    let output = verifine()
+        .args(["train", "--config", "x.toml", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let output = verifine()
+        .args(["train", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no complete checkpoint"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
