@@ -8,7 +8,6 @@ the same arithmetic. Prints one JSON line on stdout. See bench/README.md.
 import argparse, json, math, os, statistics, sys, time
 
 import torch
-import torch.nn.functional as F
 
 PRESETS = {  # ModelConfig fields; rope_theta 10000 and rms_eps 1e-6 as trainer.rs sets them
     "default": dict(vocab=400, hidden=64, layers=2, heads=4, kv_heads=2, inter=128, max_seq=160),
@@ -19,15 +18,13 @@ TEMPERATURE, EPSILON, EPSILON_HIGH = 1.0, 0.2, 0.28  # GrpoPhase / GrpoConfig de
 LR, BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, MAX_GRAD_NORM = 5e-4, 0.9, 0.999, 1e-8, 0.0, 1.0
 
 
-def rms_norm(x, weight, fused):
-    if fused:  # x * rsqrt(...) rather than x / sqrt(...): same value, different rounding
-        return F.rms_norm(x, x.shape[-1:], weight, RMS_EPS)
+def rms_norm(x, weight):
     return x / (x.square().mean(-1, keepdim=True) + RMS_EPS).sqrt() * weight
 
 
-def silu(x, fused):
-    # candle writes the sigmoid out because its fused one has no backward pass.
-    return F.silu(x) if fused else x * (1.0 / ((-x).exp() + 1.0))
+def silu(x):
+    # Written out like model.rs (candle's fused sigmoid has no backward pass).
+    return x * (1.0 / ((-x).exp() + 1.0))
 
 
 def rotate(x, cos, sin):
@@ -56,8 +53,8 @@ def attention_mask(key_mask, start, new):
 class Decoder:
     """model.rs `Decoder`: weights are plain leaf tensors with its names and shapes."""
 
-    def __init__(self, cfg, gen, fused=False):
-        self.cfg, self.fused = cfg, fused
+    def __init__(self, cfg, gen):
+        self.cfg = cfg
         h, inter, layers = cfg["hidden"], cfg["inter"], cfg["layers"]
         self.dim = h // cfg["heads"]
         kv = cfg["kv_heads"] * self.dim
@@ -100,16 +97,16 @@ class Decoder:
         for l in range(self.cfg["layers"]):
             n = f"layers.{l}."
             x = x + self.attention(n, l, x, mask, cos, sin, cache)
-            hn = rms_norm(x, p[n + "mlp_norm"], self.fused)
+            hn = rms_norm(x, p[n + "mlp_norm"])
             gate, up = hn @ p[n + "gate"].t(), hn @ p[n + "up"].t()
-            x = x + (silu(gate, self.fused) * up) @ p[n + "down"].t()
+            x = x + (silu(gate) * up) @ p[n + "down"].t()
         cache["len"] += new
-        return rms_norm(x, p["final_norm"], self.fused) @ p["embed"].t()
+        return rms_norm(x, p["final_norm"]) @ p["embed"].t()
 
     def attention(self, n, l, x, mask, cos, sin, cache):
         p, (b, new, _) = self.p, x.shape
         heads, kv_heads, d = self.cfg["heads"], self.cfg["kv_heads"], self.dim
-        hn = rms_norm(x, p[n + "attn_norm"], self.fused)
+        hn = rms_norm(x, p[n + "attn_norm"])
 
         def split(t, count):  # candle makes these contiguous too
             return t.reshape(b, new, count, d).transpose(1, 2).contiguous()
@@ -122,11 +119,8 @@ class Decoder:
             v = torch.cat([cache["kv"][l][1], v], 2)
         cache["kv"][l] = (k, v)
         k, v = repeat_kv(k, heads // kv_heads), repeat_kv(v, heads // kv_heads)
-        if self.fused:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        else:
-            scores = q @ k.transpose(-1, -2) / math.sqrt(d) + mask
-            out = torch.softmax(scores, -1) @ v
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d) + mask
+        out = torch.softmax(scores, -1) @ v
         return out.transpose(1, 2).reshape(b, new, heads * d) @ p[n + "o"].t()
 
 
@@ -231,14 +225,12 @@ def main():
     for flag, default in [("--iters", 5), ("--warmup", 2), ("--batch", 64),
                           ("--prompt-len", 40), ("--completion-len", 48), ("--seed", 0)]:
         ap.add_argument(flag, type=int, default=default)
-    ap.add_argument("--fused", action="store_true",
-                    help="idiomatic PyTorch kernels (F.rms_norm, F.silu, SDPA) instead of the mirror")
     ap.add_argument("--check", action="store_true", help="run sanity checks before timing")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     cfg = PRESETS[args.model]
     gen = torch.Generator().manual_seed(args.seed)
-    model = Decoder(cfg, gen, fused=args.fused)
+    model = Decoder(cfg, gen)
     opt = AdamW(model.p)
     prompts = torch.randint(cfg["vocab"], (args.batch, args.prompt_len), generator=gen)
     advantages = torch.randn(args.batch, generator=gen)
@@ -268,10 +260,8 @@ def main():
         "rollout_tokens_per_second": gen_tokens / r,
         "update_tokens_per_second": seq_tokens / u,
         "step_tokens_per_second": gen_tokens / (r + u),
-        "torch_version": torch.__version__,
-        "variant": "fused" if args.fused else "mirror", "iters": args.iters,
-        "batch": args.batch, "prompt_len": args.prompt_len,
-        "completion_len": args.completion_len}))
+        "torch_version": torch.__version__, "iters": args.iters, "batch": args.batch,
+        "prompt_len": args.prompt_len, "completion_len": args.completion_len}))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ const HOSTILE: &[&str] = &[
     "hostile-wrong-count",
     // The README's example plugin, built the way an author builds it.
     "concise",
+    // The hot-swap walkthrough's loophole rubric.
+    "answer-mentioned",
 ];
 
 fn main() {
@@ -21,6 +23,7 @@ fn main() {
         workspace.join("plugin-api"),
         workspace.join("wit"),
         workspace.join("examples").join("concise-rubric"),
+        workspace.join("examples").join("loophole-rubric"),
     ]);
     for artifact in verifine_wasm_build::build_components(&workspace, HOSTILE) {
         let var = artifact.package.to_uppercase().replace('-', "_");

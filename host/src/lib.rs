@@ -10,6 +10,8 @@
 
 pub mod commands;
 pub mod data;
+pub mod hotswap;
+pub mod rows;
 pub mod runtime;
 pub mod scoring;
 pub mod stats;

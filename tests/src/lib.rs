@@ -53,6 +53,9 @@ pub mod hostile {
 /// The README's example plugin (examples/concise-rubric), built for wasm32-wasip2.
 pub const EXAMPLE_CONCISE: &str = env!("CONCISE");
 
+/// The hot-swap walkthrough's loophole rubric (`examples/loophole-rubric`).
+pub const EXAMPLE_LOOPHOLE: &str = env!("ANSWER_MENTIONED");
+
 /// Reads a JSONL file written by `verifine score` (or any JSONL) into rows.
 pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
     std::fs::read_to_string(path)

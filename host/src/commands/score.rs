@@ -1,15 +1,16 @@
 //! `verifine score`: judge a JSONL dataset with a rubric plugin.
 
 use super::config::ScoreConfig;
-use crate::data::{id_string, read_jsonl, write_jsonl};
-use crate::runtime::{Criterion, Provenance, Runtime, Sample, SubScore, Verdict};
+use crate::data::write_jsonl;
+pub use crate::rows::OutputRow;
+use crate::rows::{output_row, read_samples};
+use crate::runtime::{Provenance, Runtime};
 use crate::scoring::{RewardFunction, ScoredSample, score_all};
 use crate::stats::bootstrap_mean_std;
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use serde::Serialize;
+use std::path::PathBuf;
 
 /// Resamples for the bootstrap std of the dataset mean.
 pub const BOOTSTRAP_RESAMPLES: usize = 1000;
@@ -33,52 +34,6 @@ pub struct ScoreArgs {
     pub threads: Option<usize>,
     /// Show a progress bar (only drawn on a terminal).
     pub progress: bool,
-}
-
-/// One input row.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct InputRow {
-    id: serde_json::Value,
-    prompt: String,
-    response: String,
-    #[serde(default)]
-    reference: Option<String>,
-    #[serde(default)]
-    context: Option<serde_json::Value>,
-    #[serde(default)]
-    metadata: BTreeMap<String, String>,
-}
-
-/// One output row: the judgment, the total and where it came from.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct OutputRow {
-    /// The input row's id, as a string.
-    pub id: String,
-    /// The reward; `None` on error or when the rubric defines no score.
-    pub total: Option<f64>,
-    /// The rubric's own total, when an explicit aggregator replaced it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rubric_total: Option<f64>,
-    /// The rubric's verdicts (empty when judging failed).
-    pub verdicts: Vec<Verdict>,
-    /// The rubric's named sub-scores.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sub_scores: Vec<SubScore>,
-    /// Row-level criteria the verdicts refer to; omitted when they refer to the described ones.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub criteria: Vec<Criterion>,
-    /// The rubric's overall explanation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explanation: Option<String>,
-    /// The rubric that judged the row.
-    pub plugin: Provenance,
-    /// The aggregator, named only when it produced the total.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub aggregator: Option<Provenance>,
-    /// Why the row has no total, when scoring failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// What a scoring run produced, for the closing summary.
@@ -124,36 +79,6 @@ impl std::fmt::Display for ScoreSummary {
             self.aggregator.version,
         )
     }
-}
-
-fn read_samples(path: &Path) -> Result<Vec<Sample>> {
-    let rows: Vec<InputRow> = read_jsonl(path)?;
-    let mut seen = std::collections::HashSet::new();
-    rows.into_iter()
-        .enumerate()
-        .map(|(i, row)| {
-            let id = id_string(&row.id).ok_or_else(|| {
-                anyhow!(
-                    "{}: row {}: id must be a string or number",
-                    path.display(),
-                    i + 1
-                )
-            })?;
-            if !seen.insert(id.clone()) {
-                bail!("{}: row {}: duplicate id {id:?}", path.display(), i + 1);
-            }
-            Ok(Sample {
-                id,
-                prompt: row.prompt,
-                response: row.response,
-                reference: row.reference,
-                context: row
-                    .context
-                    .map_or_else(|| "{}".to_string(), |c| c.to_string()),
-                metadata: row.metadata.into_iter().collect(),
-            })
-        })
-        .collect()
 }
 
 /// Scores `args.input` into `args.output` (written atomically) and returns the summary.
@@ -220,36 +145,6 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
     write_jsonl(&args.output, &rows)
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(summarize(&scored, rubric_provenance, aggregator_provenance))
-}
-
-fn output_row(
-    sample: &Sample,
-    scored: &ScoredSample,
-    rubric: &Provenance,
-    aggregator: &Provenance,
-) -> OutputRow {
-    let judgment = scored.judgment.clone();
-    // Name the aggregator only when it produced the total.
-    let aggregated = judgment
-        .as_ref()
-        .is_some_and(|j| scored.rubric_total.is_some() || j.total.is_none())
-        && scored.error.is_none();
-    let (verdicts, sub_scores, criteria, explanation) = match judgment {
-        Some(j) => (j.verdicts, j.sub_scores, j.criteria, j.explanation),
-        None => Default::default(),
-    };
-    OutputRow {
-        id: sample.id.clone(),
-        total: scored.total,
-        rubric_total: scored.rubric_total,
-        verdicts,
-        sub_scores,
-        criteria,
-        explanation,
-        plugin: rubric.clone(),
-        aggregator: aggregated.then(|| aggregator.clone()),
-        error: scored.error.clone(),
-    }
 }
 
 fn summarize(scored: &[ScoredSample], rubric: Provenance, aggregator: Provenance) -> ScoreSummary {

@@ -13,4 +13,4 @@ pub mod plugin;
 pub use bindings::*;
 pub use instance::{PluginError, PluginInstance};
 pub use metadata::{HOST_API_VERSION, PluginKind, PluginMetadata};
-pub use plugin::{Limits, Plugin, Provenance, Runtime};
+pub use plugin::{Limits, Plugin, Provenance, Runtime, spec_bytes};

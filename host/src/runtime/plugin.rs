@@ -98,6 +98,24 @@ impl Plugin {
     }
 }
 
+/// The component bytes a spec names (a built-in plugin's, or a file's) and
+/// the origin to record: `builtin:NAME` or the path.
+pub fn spec_bytes(spec: &str) -> Result<(Vec<u8>, String)> {
+    if let Some((name, bytes)) = BUILTIN_PLUGINS.iter().find(|(name, _)| *name == spec) {
+        return Ok((bytes.to_vec(), format!("builtin:{name}")));
+    }
+    let path = Path::new(spec);
+    if !path.exists() && !spec.ends_with(".wasm") && !spec.contains(std::path::MAIN_SEPARATOR) {
+        bail!(
+            "no plugin named {spec:?} and no such file; built-in plugins: {}",
+            builtin_names().join(", ")
+        );
+    }
+    let bytes =
+        std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
+    Ok((bytes, path.display().to_string()))
+}
+
 /// Loads plugins into one engine with one linker.
 pub struct Runtime {
     engine: SandboxEngine,
@@ -138,23 +156,9 @@ impl Runtime {
     /// Loads a built-in plugin by name, or a component file by path. A bare
     /// name that matches a built-in plugin means the built-in one.
     pub fn load(&self, spec: &str) -> Result<Arc<Plugin>> {
-        let builtin = BUILTIN_PLUGINS.iter().find(|(name, _)| *name == spec);
-        if let Some((name, bytes)) = builtin {
-            return self
-                .load_bytes(bytes, &format!("builtin:{name}"))
-                .with_context(|| format!("loading built-in plugin {name}"));
-        }
-        let path = Path::new(spec);
-        if !path.exists() && !spec.ends_with(".wasm") && !spec.contains(std::path::MAIN_SEPARATOR) {
-            bail!(
-                "no plugin named {spec:?} and no such file; built-in plugins: {}",
-                builtin_names().join(", ")
-            );
-        }
-        let bytes =
-            std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
-        self.load_bytes(&bytes, &path.display().to_string())
-            .with_context(|| format!("loading plugin {}", path.display()))
+        let (bytes, origin) = spec_bytes(spec)?;
+        self.load_bytes(&bytes, &origin)
+            .with_context(|| format!("loading plugin {origin}"))
     }
 
     /// Like [`Runtime::load`], and insists on the kind.

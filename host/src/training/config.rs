@@ -5,10 +5,13 @@ use super::grpo::GrpoConfig;
 use super::model::{ComputeDType, ModelConfig};
 use super::optim::OptimConfig;
 use super::task::TaskConfig;
+use crate::hotswap::agent::AgentConfig;
+use crate::hotswap::gate::GateConfig;
 use crate::runtime::Limits;
 use crate::scoring::PluginSlot;
 use anyhow::{Context as _, Result, ensure};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// The default run: `examples/arithmetic/train.toml`, embedded.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../examples/arithmetic/train.toml");
@@ -202,6 +205,39 @@ impl Default for RewardConfig {
     }
 }
 
+/// Live revisions of the reward plugins (`[hot_swap]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HotSwapConfig {
+    /// Previous revisions kept per slot for rollback.
+    pub keep_revisions: usize,
+    /// Labelled canary cases (score input rows plus a boolean `label`);
+    /// `None`: generated from the task.
+    pub canary: Option<PathBuf>,
+    /// Cases generated when no canary file is given.
+    pub canary_size: usize,
+    /// The canary comparison.
+    pub gate: GateConfig,
+    /// A directory watched for candidates: `<dir>/rubric/*.wasm`,
+    /// `<dir>/aggregator/*.wasm` (looked at every step boundary).
+    pub watch_dir: Option<PathBuf>,
+    /// The revision agent, if any.
+    pub agent: AgentConfig,
+}
+
+impl Default for HotSwapConfig {
+    fn default() -> Self {
+        HotSwapConfig {
+            keep_revisions: 5,
+            canary: None,
+            canary_size: 90,
+            gate: GateConfig::default(),
+            watch_dir: None,
+            agent: AgentConfig::default(),
+        }
+    }
+}
+
 /// When checkpoints are written and how many are kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -254,6 +290,8 @@ pub struct TrainConfig {
     pub limits: Limits,
     /// Checkpoint schedule.
     pub checkpoints: CheckpointConfig,
+    /// Live plugin revisions.
+    pub hot_swap: HotSwapConfig,
 }
 
 impl Default for TrainConfig {
@@ -275,6 +313,7 @@ impl Default for TrainConfig {
             reward: RewardConfig::default(),
             limits: Limits::default(),
             checkpoints: CheckpointConfig::default(),
+            hot_swap: HotSwapConfig::default(),
         }
     }
 }

@@ -177,6 +177,49 @@ pub fn with_slip(problem: &Problem, rng: &mut SplitMix64) -> String {
     lines.join("\n")
 }
 
+/// A labelled canary case: a response to a problem and whether a correct
+/// verifier rewards it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanaryResponse {
+    /// The problem.
+    pub problem: Problem,
+    /// The response.
+    pub response: String,
+    /// Whether its final answer is right.
+    pub label: bool,
+}
+
+/// `n` labelled canary cases from `seed`, in equal thirds: the worked
+/// solution (rewarded), a slipped solution (not rewarded), and a slipped
+/// solution that mentions the right answer in passing before its wrong final
+/// answer (not rewarded — the bait a loose rubric falls for).
+pub fn canary(seed: u64, n: usize, config: &TaskConfig) -> Vec<CanaryResponse> {
+    let mut rng = SplitMix64::new(seed ^ 0xCA_4A_41);
+    (0..n)
+        .map(|i| {
+            let problem = problem(&mut rng, config);
+            let (response, label) = match i % 3 {
+                0 => (problem.solution.clone(), true),
+                1 => (with_slip(&problem, &mut rng), false),
+                _ => {
+                    let slipped = with_slip(&problem, &mut rng);
+                    let (steps, last) = slipped.rsplit_once('\n').unwrap_or(("", &slipped));
+                    let answer = problem.answer;
+                    (
+                        format!("{steps}\nMy first guess was {answer}.\n{last}"),
+                        false,
+                    )
+                }
+            };
+            CanaryResponse {
+                problem,
+                response,
+                label,
+            }
+        })
+        .collect()
+}
+
 /// `n` problems from `seed`.
 pub fn generate(seed: u64, n: usize, config: &TaskConfig) -> Vec<Problem> {
     let mut rng = SplitMix64::new(seed);
@@ -243,6 +286,19 @@ mod tests {
                 .filter(|(a, b)| a != b)
                 .count();
             assert!(wrong_lines >= 2, "the slip carries on to the answer");
+        }
+    }
+
+    #[test]
+    fn canary_labels_follow_the_final_answer() {
+        for case in canary(1, 60, &TaskConfig::default()) {
+            let read = math_answer::answer::reference_answer(&case.response).unwrap();
+            assert_eq!(
+                read == case.problem.answer as f64,
+                case.label,
+                "{}",
+                case.response
+            );
         }
     }
 

@@ -27,8 +27,10 @@ use super::sft_data::SftPool;
 use super::task::{Problem, splits};
 use super::tokenizer::ChatTokenizer;
 use crate::data::write_atomically;
+use crate::hotswap::gate::CanaryCase;
+use crate::hotswap::live::{LiveReward, LiveState};
 use crate::runtime::{Provenance, Runtime, Sample};
-use crate::scoring::{RewardFunction, ScoredSample, Scorer};
+use crate::scoring::ScoredSample;
 use crate::stats::SplitMix64;
 use anyhow::{Context as _, Result, bail, ensure};
 use candle_core::{Device, Tensor};
@@ -110,7 +112,10 @@ struct RunState {
     metrics_lines: usize,
     totals: GrpoTotals,
     wall_seconds: f64,
-    plugins: Vec<Provenance>,
+    /// The SFT curriculum that chose the samples (it is asked again on resume).
+    curriculum: Option<Provenance>,
+    /// The live reward revisions and the inbox requests already decided.
+    live: LiveState,
 }
 
 /// One line of `metrics.jsonl`.
@@ -191,7 +196,7 @@ struct Run {
     train_set: Vec<Problem>,
     heldout: Vec<Problem>,
     pool: SftPool,
-    scorer: Scorer,
+    live: LiveReward,
     plugins: Vec<Provenance>,
     rng: SplitMix64,
     optimizer: AdamW,
@@ -233,12 +238,11 @@ impl Run {
         let tokenizer = ChatTokenizer::load(&run_dir.join("tokenizer.json"))?;
         let log = MetricsLog::resume(&run_dir.join("metrics.jsonl"), state.metrics_lines)?;
         let mut run = Run::assemble(state.config.clone(), run_dir, tokenizer, log)?;
-        for (now, then) in run.plugins.iter().zip(&state.plugins) {
+        if let (Some(now), Some(then)) = (&run.pool.curriculum, &state.curriculum) {
             ensure!(
                 now.sha256 == then.sha256,
-                "plugin {} changed since the checkpoint: it was {} {} (sha256 {}), now {} {} (sha256 {}); \
-                 an exact resume needs the same revision",
-                then.name,
+                "the SFT curriculum changed since the checkpoint: it was {} {} (sha256 {}), \
+                 now {} {} (sha256 {}); an exact resume needs the same revision",
                 then.name,
                 then.version,
                 then.sha256,
@@ -247,6 +251,8 @@ impl Run {
                 now.sha256
             );
         }
+        run.live.restore(&state.live, state.step)?;
+        run.refresh_plugins();
         let (moments, _): (_, serde_json::Value) =
             checkpoint::load(checkpoint_dir, &mut run.varmap, &run.device)?;
         if state.accuracy_sft.is_some() {
@@ -283,23 +289,27 @@ impl Run {
             &varmap,
             &device,
         )?;
-        let runtime = Runtime::new(config.limits)?;
-        let reward = RewardFunction::from_slots(
-            &runtime,
+        let swap = &config.hot_swap;
+        let mut live = LiveReward::new(
+            Runtime::new(config.limits)?,
             &config.reward.rubric,
             config.reward.aggregator.as_ref(),
+            run_dir,
+            swap.keep_revisions,
+            swap.gate.clone(),
+            canary_cases(&config)?,
         )?;
-        let mut scorer = reward.scorer()?;
+        let (runtime, scorer) = live.runtime_and_scorer();
         let pool = SftPool::build(
             &train_set,
             config.sft.noisy_target_share,
             config.sft.curriculum.as_ref(),
-            &runtime,
-            &mut scorer,
+            runtime,
+            scorer,
             config.seed,
         )?;
         crate::data::write_jsonl(&run_dir.join("sft_selection.jsonl"), &pool.items)?;
-        let mut plugins = vec![reward.rubric.provenance(), reward.aggregator.provenance()];
+        let mut plugins = live.provenance();
         plugins.extend(pool.curriculum.clone());
         let optimizer = AdamW::new(sorted_vars(&varmap), config.sft.optim.clone())?;
         let rng = SplitMix64::new(config.seed ^ 0xA11CE);
@@ -313,7 +323,7 @@ impl Run {
             train_set,
             heldout,
             pool,
-            scorer,
+            live,
             plugins,
             rng,
             optimizer,
@@ -353,10 +363,13 @@ impl Run {
                 let eval = self.evaluate(false)?;
                 self.log_eval(eval)?;
             }
+            let swaps = self.swap_point()?;
             let every = self.config.checkpoints.every;
-            if self.step == total || (every > 0 && self.step.is_multiple_of(every)) {
+            if self.step == total || (every > 0 && self.step.is_multiple_of(every)) || swaps.any() {
                 self.checkpoint()?;
             }
+            // Requests leave the inbox only once a checkpoint records them.
+            swaps.finish()?;
         }
         bar.finish_and_clear();
         self.finish()
@@ -465,7 +478,10 @@ impl Run {
             })
             .collect::<Result<_>>()?;
         let plugin_started = Instant::now();
-        let scored = self.scorer.score_batch(self.step as u64, 0, &samples);
+        let scored = self
+            .live
+            .scorer()
+            .score_batch(self.step as u64, 0, &samples);
         let plugin_seconds = plugin_started.elapsed().as_secs_f64();
         let failures = scored.iter().filter(|s| s.total.is_none()).count();
         let rewards: Vec<Option<f64>> = scored
@@ -620,7 +636,8 @@ impl Run {
                 .map(|(i, (p, r))| judged_sample(format!("heldout-{i}"), p, &self.tokenizer, r))
                 .collect::<Result<_>>()?;
             correct += self
-                .scorer
+                .live
+                .scorer()
                 .score_batch(0, 0, &samples)
                 .iter()
                 .filter(|s| s.total.is_some_and(|t| t >= 0.5))
@@ -654,7 +671,8 @@ impl Run {
             metrics_lines: self.log.lines(),
             totals: self.totals.clone(),
             wall_seconds: self.wall_before + self.started.elapsed().as_secs_f64(),
-            plugins: self.plugins.clone(),
+            curriculum: self.pool.curriculum.clone(),
+            live: self.live.state(),
         };
         let dir = self.run_dir.join("checkpoints");
         checkpoint::save(
@@ -706,6 +724,38 @@ impl Run {
         Ok(summary)
     }
 
+    /// The swap point at a step boundary: candidates from the watched
+    /// directory and (every `agent.every` GRPO steps) the revision agent go
+    /// into the inbox, then every pending request is decided.
+    fn swap_point(&mut self) -> Result<crate::hotswap::live::SwapOutcome> {
+        let swap = &self.config.hot_swap;
+        if let Some(dir) = &swap.watch_dir {
+            self.live.collect_watched(dir)?;
+        }
+        let grpo_done = self.step.saturating_sub(self.config.sft.steps);
+        let agent = &swap.agent;
+        if !agent.command.is_empty()
+            && grpo_done > 0
+            && agent.every > 0
+            && grpo_done.is_multiple_of(agent.every)
+            && self.step < self.config.total_steps()
+        {
+            self.live.ask_agent(agent, self.step)?;
+        }
+        let outcome = self.live.swap_point(self.step)?;
+        if outcome.changed {
+            self.refresh_plugins();
+        }
+        Ok(outcome)
+    }
+
+    /// The provenance every metrics line names: live reward revisions and
+    /// the SFT curriculum.
+    fn refresh_plugins(&mut self) {
+        self.plugins = self.live.provenance();
+        self.plugins.extend(self.pool.curriculum.clone());
+    }
+
     /// A batch, refused when longer than the model's context.
     fn batch(&self, sequences: &[Sequence]) -> Result<SequenceBatch> {
         let b = batch(sequences, self.tokenizer.pad, &self.device)?;
@@ -718,6 +768,37 @@ impl Run {
         }
         Ok(b)
     }
+}
+
+/// The canary set: the configured labelled file, or cases generated from
+/// the task (see [`super::task::canary`]).
+fn canary_cases(config: &TrainConfig) -> Result<Vec<CanaryCase>> {
+    let swap = &config.hot_swap;
+    if let Some(path) = &swap.canary {
+        return Ok(
+            crate::rows::read_labelled(path, swap.gate.canary_threshold)?
+                .into_iter()
+                .map(|(sample, label)| CanaryCase { sample, label })
+                .collect(),
+        );
+    }
+    Ok(
+        super::task::canary(config.seed, swap.canary_size, &config.task)
+            .into_iter()
+            .enumerate()
+            .map(|(i, case)| CanaryCase {
+                sample: Sample {
+                    id: format!("canary-{i}"),
+                    prompt: case.problem.prompt,
+                    response: case.response,
+                    reference: Some(case.problem.solution),
+                    context: "{}".to_string(),
+                    metadata: Vec::new(),
+                },
+                label: case.label,
+            })
+            .collect(),
+    )
 }
 
 fn device() -> Result<Device> {

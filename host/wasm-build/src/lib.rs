@@ -26,26 +26,10 @@ pub struct Artifact {
 pub fn build_components(workspace_root: &Path, packages: &[&str]) -> Vec<Artifact> {
     ensure_target_installed();
     let target_dir = workspace_root.join("target").join("wasm-plugins");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(workspace_root)
-        .args(["build", "--release", "--target", TARGET])
-        .arg("--target-dir")
-        .arg(&target_dir);
+    let mut cmd = cargo_build(&target_dir);
+    cmd.current_dir(workspace_root);
     for package in packages {
         cmd.args(["-p", package]);
-    }
-    // Flags meant for the host build must not leak into the wasm build.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_PROFILE_RELEASE_DEBUG",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
-        cmd.env_remove(var);
     }
     let status = cmd
         .status()
@@ -69,6 +53,57 @@ pub fn build_components(workspace_root: &Path, packages: &[&str]) -> Vec<Artifac
         .collect()
 }
 
+/// `cargo build --release --target wasm32-wasip2 --target-dir DIR`, with the
+/// flags meant for an outer host build removed.
+fn cargo_build(target_dir: &Path) -> Command {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--release", "--target", TARGET])
+        .arg("--target-dir")
+        .arg(target_dir);
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_PROFILE_RELEASE_DEBUG",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Builds one plugin crate (any directory with a `Cargo.toml`, in a workspace
+/// or not) into `target_dir` and returns its component and cargo's output.
+pub fn build_crate(manifest: &Path, package: &str, target_dir: &Path) -> Result<PathBuf, String> {
+    try_ensure_target_installed()?;
+    let output = cargo_build(target_dir)
+        .arg("--manifest-path")
+        .arg(manifest)
+        .output()
+        .map_err(|e| format!("could not run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo build of {} for {TARGET} failed:\n{}",
+            manifest.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let path = target_dir
+        .join(TARGET)
+        .join("release")
+        .join(format!("{}.wasm", package.replace('-', "_")));
+    if !path.exists() {
+        return Err(format!(
+            "cargo built {} but left no {}: is it a cdylib plugin crate?",
+            manifest.display(),
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
 /// Tells cargo to rebuild when any of these sources change.
 pub fn rerun_if_changed(paths: &[PathBuf]) {
     for path in paths {
@@ -81,8 +116,16 @@ pub fn rerun_if_changed(paths: &[PathBuf]) {
 /// rustup 1.29 installs a target listed in `rust-toolchain.toml` only on
 /// `rustup toolchain install`, not on a plain `cargo` call, so we add it here.
 fn ensure_target_installed() {
+    if let Err(message) = try_ensure_target_installed() {
+        panic!("{message}");
+    }
+}
+
+/// Makes sure the toolchain has the wasm32-wasip2 standard library, adding
+/// it with rustup when missing; the error says exactly what to run.
+pub fn try_ensure_target_installed() -> Result<(), String> {
     if target_installed() {
-        return;
+        return Ok(());
     }
     let toolchain = std::env::var("RUSTUP_TOOLCHAIN").ok();
     let mut cmd = Command::new("rustup");
@@ -95,11 +138,12 @@ fn ensure_target_installed() {
         let toolchain_flag = toolchain
             .map(|t| format!(" --toolchain {t}"))
             .unwrap_or_default();
-        panic!(
+        return Err(format!(
             "the {TARGET} target is not installed and `rustup target add` failed; \
              run `rustup target add {TARGET}{toolchain_flag}` and build again"
-        );
+        ));
     }
+    Ok(())
 }
 
 fn target_installed() -> bool {

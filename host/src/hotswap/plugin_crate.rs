@@ -1,0 +1,101 @@
+//! Plugin crates as source: copying one somewhere it still builds, and
+//! building it to a component.
+
+use anyhow::{Context as _, Result, anyhow};
+use std::path::{Path, PathBuf};
+
+/// Where plugin crates are compiled: `$VERIFINE_PLUGIN_TARGET_DIR`, else a
+/// directory in the user's cache shared by all builds (dependencies are
+/// compiled once).
+pub fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("VERIFINE_PLUGIN_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    crate::runtime::engine::default_cache_dir()
+        .and_then(|code| code.parent().map(|p| p.join("plugin-target")))
+        .unwrap_or_else(|| std::env::temp_dir().join("verifine-plugin-target"))
+}
+
+/// The package name in `dir/Cargo.toml`.
+pub fn package_name(dir: &Path) -> Result<String> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let table: toml::Table =
+        toml::from_str(&text).with_context(|| format!("parsing {}", manifest.display()))?;
+    table
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow!("{} has no [package] name", manifest.display()))
+}
+
+/// Builds the plugin crate in `dir` for wasm32-wasip2 into `target_dir` and
+/// returns the component's bytes and path.
+pub fn build(dir: &Path, target_dir: &Path) -> Result<(Vec<u8>, PathBuf)> {
+    let name = package_name(dir)?;
+    let path = verifine_wasm_build::build_crate(&dir.join("Cargo.toml"), &name, target_dir)
+        .map_err(|e| anyhow!(e))?;
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok((bytes, path))
+}
+
+/// Copies the crate in `source` to `dest` so it builds there on its own:
+/// relative `path` dependencies become absolute, the copy is its own
+/// workspace, and the nearest `Cargo.lock` above `source` comes along so
+/// dependency versions stay those already built. `target/` is not copied.
+pub fn copy_standalone(source: &Path, dest: &Path) -> Result<()> {
+    copy_dir(source, dest)?;
+    let manifest = dest.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let mut table: toml::Table =
+        toml::from_str(&text).with_context(|| format!("parsing {}", manifest.display()))?;
+    let source = std::fs::canonicalize(source)?;
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        let Some(deps) = table.get_mut(section).and_then(|d| d.as_table_mut()) else {
+            continue;
+        };
+        for (_, dep) in deps.iter_mut() {
+            if let Some(path) = dep.get_mut("path")
+                && let Some(relative) = path.as_str()
+            {
+                let absolute = source.join(relative);
+                *path = toml::Value::String(absolute.display().to_string());
+            }
+        }
+    }
+    table
+        .entry("workspace")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    std::fs::write(&manifest, toml::to_string(&table)?)?;
+    if !dest.join("Cargo.lock").exists()
+        && let Some(lock) = source
+            .ancestors()
+            .map(|a| a.join("Cargo.lock"))
+            .find(|l| l.exists())
+    {
+        std::fs::copy(lock, dest.join("Cargo.lock"))?;
+    }
+    Ok(())
+}
+
+fn copy_dir(source: &Path, dest: &Path) -> Result<()> {
+    std::fs::create_dir_all(dest)?;
+    for entry in
+        std::fs::read_dir(source).with_context(|| format!("reading {}", source.display()))?
+    {
+        let entry = entry?;
+        let path = entry.path();
+        let target = dest.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            if entry.file_name() != "target" {
+                copy_dir(&path, &target)?;
+            }
+        } else {
+            std::fs::copy(&path, &target).with_context(|| format!("copying {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
