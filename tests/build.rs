@@ -25,8 +25,14 @@ fn main() {
         workspace.join("examples").join("concise-rubric"),
         workspace.join("examples").join("loophole-rubric"),
     ]);
+    // Copies in OUT_DIR: a later build into the shared target directory (an
+    // agent's revision of the same package, say) must not change what the
+    // tests load.
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     for artifact in verifine_wasm_build::build_components(&workspace, HOSTILE) {
         let var = artifact.package.to_uppercase().replace('-', "_");
-        println!("cargo:rustc-env={var}={}", artifact.path.display());
+        let copy = out_dir.join(artifact.path.file_name().unwrap());
+        std::fs::copy(&artifact.path, &copy).unwrap();
+        println!("cargo:rustc-env={var}={}", copy.display());
     }
 }

@@ -1,0 +1,282 @@
+//! Hot-swap during `verifine train`: an agent's revision closes a loophole
+//! mid-run; bad candidates never replace the live revision; a storm of
+//! candidates leaves the run consistent; rollback; a kill around a promotion
+//! resumes with exactly one revision live.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use verifine::hotswap::inbox::{self, Action};
+use verifine::hotswap::revision::Origin;
+use verifine::runtime::{Limits, Runtime, Sample};
+use verifine::scoring::{PluginSlot, RewardFunction};
+use verifine::training::trainer::{TrainConfig, resume, train};
+use verifine_tests::{EXAMPLE_LOOPHOLE, hostile, read_rows, repo_root, scratch_dir};
+
+/// A tiny run: 3 SFT steps, `grpo_steps` GRPO steps, a checkpoint every step.
+fn tiny(rubric: &str, grpo_steps: usize) -> TrainConfig {
+    let text = format!(
+        r#"
+train_problems = 200
+heldout_problems = 10
+eval_every = 0
+vocab_size = 300
+[model]
+hidden_size = 16
+num_layers = 1
+num_heads = 2
+num_kv_heads = 1
+intermediate_size = 32
+[sft]
+steps = 3
+batch_size = 4
+[grpo]
+steps = {grpo_steps}
+prompts_per_step = 2
+max_new_tokens = 8
+objective = {{ num_generations = 2, dynamic_sampling = false }}
+[reward]
+rubric = {{ plugin = "{rubric}" }}
+[checkpoints]
+every = 1
+keep = 50
+[hot_swap]
+canary_size = 60
+"#
+    );
+    TrainConfig::from_toml(&text, "tiny").unwrap()
+}
+
+fn events(run: &Path) -> Vec<Value> {
+    read_rows(&run.join("events.jsonl"))
+}
+
+fn metrics(run: &Path) -> Vec<Value> {
+    read_rows(&run.join("metrics.jsonl"))
+}
+
+/// Puts a promotion of `wasm` into the run's inbox.
+fn promote(run: &Path, wasm: &[u8], path: &str) -> PathBuf {
+    let origin = Origin::Command {
+        path: path.to_string(),
+    };
+    inbox::submit(run, "rubric", &Action::Promote { origin }, Some(wasm), None).unwrap()
+}
+
+/// A run directory that already holds a config (what `promote` checks), so
+/// requests can wait for the run's first step boundary.
+fn run_dir(name: &str) -> PathBuf {
+    let dir = scratch_dir(name).join("run");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), "").unwrap();
+    dir
+}
+
+fn score_one(wasm: &Path, response: &str) -> Option<f64> {
+    let runtime = Runtime::new(Limits::default()).unwrap();
+    let slot = PluginSlot {
+        plugin: wasm.display().to_string(),
+        config: Default::default(),
+    };
+    let function = RewardFunction::from_slots(&runtime, &slot, None).unwrap();
+    let sample = Sample {
+        id: "bait".into(),
+        prompt: "Start with 3, then add 4. What is the result?".into(),
+        response: response.into(),
+        reference: Some("3 + 4 = 7\n#### 7".into()),
+        context: "{}".into(),
+        metadata: Vec::new(),
+    };
+    function.scorer().unwrap().score_batch(0, 0, &[sample])[0].total
+}
+
+#[test]
+fn an_agent_closes_the_loophole_mid_run_and_the_run_continues() {
+    let dir = scratch_dir("agent");
+    let run = dir.join("run");
+    let root = repo_root();
+    let mut config = tiny(EXAMPLE_LOOPHOLE, 6);
+    let agent = &mut config.hot_swap.agent;
+    agent.command = vec![
+        "sh".into(),
+        root.join("examples/loophole-agent/agent.sh")
+            .display()
+            .to_string(),
+    ];
+    agent.source = Some(root.join("examples/loophole-rubric"));
+    agent.every = 2;
+    // A target directory of its own, kept between test runs: sharing the one
+    // tests/build.rs uses would let the revision (same package name)
+    // overwrite the workspace's build of the loophole rubric.
+    agent.build_target_dir = Some(root.join("target/agent-revisions"));
+    let summary = train(&config, &run).unwrap();
+    assert_eq!(summary.steps, 9, "the run finished");
+
+    let promoted: Vec<Value> = events(&run)
+        .into_iter()
+        .filter(|e| e["event"] == "promoted")
+        .collect();
+    assert_eq!(promoted.len(), 1, "{promoted:?}");
+    let event = &promoted[0];
+    assert_eq!(event["candidate"]["plugin"]["name"], "answer-mentioned");
+    assert_eq!(event["candidate"]["plugin"]["version"], "0.2.0");
+    assert_eq!(event["candidate"]["origin"]["kind"], "agent");
+    assert_eq!(event["live_before"]["plugin"]["version"], "0.1.0");
+    let (live, candidate) = (
+        event["canary_live"].as_f64().unwrap(),
+        event["canary_candidate"].as_f64().unwrap(),
+    );
+    assert!(
+        candidate > live,
+        "the fix agrees better with the labels: {live} -> {candidate}"
+    );
+    let swap_step = event["step"].as_u64().unwrap();
+    assert_eq!(swap_step, 5, "asked after 2 GRPO steps (3 SFT + 2)");
+
+    // Every GRPO line names the revision it was scored with.
+    for line in metrics(&run).iter().filter(|l| l["phase"] == "grpo") {
+        let version = &line["plugins"][0]["version"];
+        let expected = if line["step"].as_u64().unwrap() < swap_step {
+            "0.1.0"
+        } else {
+            "0.2.0"
+        };
+        assert_eq!(version, expected, "{line}");
+    }
+
+    // Rewards after the swap follow the corrected rule.
+    let sha = event["candidate"]["plugin"]["sha256"].as_str().unwrap();
+    let fixed = run.join("revisions").join(format!("{sha}.wasm"));
+    let bait = "3 + 4 = 8\nMy first guess was 7.\n#### 8";
+    assert_eq!(score_one(Path::new(EXAMPLE_LOOPHOLE), bait), Some(1.0));
+    assert_eq!(score_one(&fixed, bait), Some(0.0));
+    assert_eq!(score_one(&fixed, "3 + 4 = 7\n#### 7"), Some(1.0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn trapping_looping_and_worse_candidates_never_go_live() {
+    let run = run_dir("refused");
+    for path in [
+        hostile::INFINITE_LOOP,
+        hostile::ALLOC_BOMB,
+        hostile::PANICKER,
+        hostile::FUTURE_API,
+        EXAMPLE_LOOPHOLE,
+    ] {
+        promote(&run, &std::fs::read(path).unwrap(), path);
+    }
+    let mut bytes = b"\0asm-not-really".to_vec();
+    bytes.extend([0u8; 16]);
+    promote(&run, &bytes, "garbage.wasm");
+    let mut config = tiny("math-answer", 2);
+    config.limits.call_timeout_ms = 200;
+    std::fs::remove_file(run.join("config.toml")).unwrap();
+    let summary = train(&config, &run).unwrap();
+    assert_eq!(summary.steps, 5, "the run finished");
+
+    let events = events(&run);
+    assert_eq!(events.len(), 6, "{events:#?}");
+    for event in &events {
+        assert_eq!(event["event"], "refused", "{event}");
+        assert!(!event["reasons"].as_array().unwrap().is_empty(), "{event}");
+    }
+    let loophole = events
+        .iter()
+        .find(|e| e["candidate"]["plugin"]["name"] == "answer-mentioned");
+    let reasons = loophole.unwrap()["reasons"].to_string();
+    assert!(reasons.contains("canary agreement"), "{reasons}");
+    for line in metrics(&run).iter().filter(|l| l["phase"] == "grpo") {
+        assert_eq!(line["plugins"][0]["name"], "math-answer", "{line}");
+    }
+    assert!(
+        !run.join("inbox/rubric").read_dir().unwrap().any(|_| true),
+        "inbox emptied"
+    );
+}
+
+#[test]
+fn a_storm_of_candidates_leaves_the_run_consistent_and_rollback_restores() {
+    let run = run_dir("storm");
+    let good = verifine::runtime::spec_bytes("math-answer").unwrap().0;
+    let bad = std::fs::read(EXAMPLE_LOOPHOLE).unwrap();
+    let started = std::time::Instant::now();
+    for i in 0..100 {
+        let bytes = if i % 2 == 0 { &good } else { &bad };
+        promote(&run, bytes, &format!("storm-{i}.wasm"));
+    }
+    assert!(
+        started.elapsed().as_secs_f64() < 1.0,
+        "submitted within a second"
+    );
+    inbox::submit(&run, "rubric", &Action::Rollback, None, None).unwrap();
+    std::fs::remove_file(run.join("config.toml")).unwrap();
+    let summary = train(&tiny("math-answer", 1), &run).unwrap();
+    assert_eq!(summary.steps, 4);
+
+    let events = events(&run);
+    assert_eq!(events.len(), 101, "one event per request, none lost");
+    let promoted = events.iter().filter(|e| e["event"] == "promoted").count();
+    let refused = events.iter().filter(|e| e["event"] == "refused").count();
+    assert_eq!((promoted, refused), (50, 50));
+    assert_eq!(events[100]["event"], "rolled-back");
+    // Order is submission order.
+    for (i, e) in events[..100].iter().enumerate() {
+        let path = e["candidate"]["origin"]["path"].as_str().unwrap();
+        assert_eq!(path, format!("storm-{i}.wasm"));
+    }
+    // The live revision is still math-answer, with the history capped.
+    let checkpoint = verifine::training::checkpoint::latest(&run.join("checkpoints")).unwrap();
+    let state: Value =
+        serde_json::from_slice(&std::fs::read(checkpoint.join("state.json")).unwrap()).unwrap();
+    let slot = &state["live"]["slots"]["rubric"];
+    assert_eq!(slot["live"]["plugin"]["name"], "math-answer");
+    assert!(slot["previous"].as_array().unwrap().len() <= 5);
+}
+
+#[test]
+fn a_kill_around_a_promotion_resumes_with_exactly_one_revision_live() {
+    let run = run_dir("kill-promote");
+    let fixed = verifine::runtime::spec_bytes("math-answer").unwrap().0;
+    let request = promote(&run, &fixed, "math-answer-again.wasm");
+    let saved = scratch_dir("kill-promote-request");
+    copy_dir(&request, &saved.join("req"));
+    std::fs::remove_file(run.join("config.toml")).unwrap();
+    let config = tiny(EXAMPLE_LOOPHOLE, 2);
+    train(&config, &run).unwrap();
+    let weights = std::fs::read(run.join("model.safetensors")).unwrap();
+
+    // Killed after the checkpoint that recorded the promotion (step 1) but
+    // before the request left the inbox: the request comes back, and is
+    // recognised as decided.
+    for later in 2..=5 {
+        std::fs::remove_dir_all(run.join(format!("checkpoints/step-{later:08}"))).unwrap();
+    }
+    copy_dir(&saved.join("req"), &request);
+    let summary = resume(&run).unwrap();
+    assert_eq!(summary.resumed_from_step, Some(1));
+    assert_eq!(
+        std::fs::read(run.join("model.safetensors")).unwrap(),
+        weights
+    );
+    let events = events(&run);
+    assert_eq!(
+        events.iter().filter(|e| e["event"] == "promoted").count(),
+        1
+    );
+    let resumed = events
+        .iter()
+        .find(|e| e["event"] == "resumed" && e["slot"] == "rubric");
+    assert_eq!(
+        resumed.unwrap()["candidate"]["plugin"]["name"],
+        "math-answer"
+    );
+    assert!(!request.exists());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
