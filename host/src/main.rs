@@ -5,8 +5,8 @@ use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use verifine::commands::{agree, plugin, score};
-use verifine::runtime::{Limits, Runtime};
+use verifine::commands::{agree, author, plugin, score};
+use verifine::runtime::{Limits, PluginKind, Runtime};
 
 #[derive(Parser)]
 #[command(
@@ -96,6 +96,73 @@ enum PluginCommand {
     Inspect { plugin: String },
     /// Load the plugin and make one harmless call; exit 1 on any problem.
     Check { plugin: String },
+    /// Scaffold a plugin crate that builds for wasm32-wasip2 as it is.
+    New {
+        /// rubric | aggregator | curriculum | trigger
+        kind: String,
+        /// The plugin's name (lowercase, digits, '-').
+        name: String,
+        /// Where to create it (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Build a plugin crate to a component and print its metadata.
+    Build {
+        /// The crate's directory.
+        dir: PathBuf,
+        /// Where to compile (default: a shared directory in the user cache).
+        #[arg(long)]
+        target_dir: Option<PathBuf>,
+    },
+    /// Run a rubric's cases and compare with stored snapshots (insta format).
+    Test {
+        /// A built-in name or a .wasm file.
+        plugin: String,
+        /// Cases: score input rows (JSONL).
+        #[arg(long)]
+        cases: PathBuf,
+        /// Snapshot directory (default: snapshots/ beside the cases).
+        #[arg(long)]
+        snapshots: Option<PathBuf>,
+        /// Store new and changed snapshots.
+        #[arg(long)]
+        accept: bool,
+    },
+    /// Score samples with two rubric revisions and list what changes.
+    Diff {
+        /// The old revision (built-in name or .wasm).
+        old: String,
+        /// The new revision.
+        new: String,
+        /// Samples: score input rows (JSONL).
+        #[arg(long)]
+        input: PathBuf,
+        /// Labels: rows with `id` and `label` (boolean, or a number cut at --threshold).
+        #[arg(long)]
+        gold: Option<PathBuf>,
+        /// A reward at or above this accepts a response.
+        #[arg(long, default_value_t = 0.5)]
+        threshold: f64,
+    },
+    /// Hand a revision to a run: it goes live at the next step boundary if it passes the gate.
+    Promote {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// rubric | aggregator
+        slot: String,
+        /// The component.
+        file: PathBuf,
+        /// Snapshot cases the revision ships (snapshots/ beside them).
+        #[arg(long)]
+        cases: Option<PathBuf>,
+    },
+    /// Restore a slot's previous revision in a run.
+    Rollback {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// rubric | aggregator
+        slot: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -222,6 +289,70 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 PluginCommand::Check { plugin: spec } => {
                     println!("{}", plugin::check(&runtime, &spec)?)
+                }
+                PluginCommand::New { kind, name, dir } => {
+                    let kind = PluginKind::parse(&kind).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "unknown kind {kind:?}; one of rubric, aggregator, curriculum, trigger"
+                        )
+                    })?;
+                    let dir = author::new(kind, &name, dir.as_deref())?;
+                    println!(
+                        "created {}; build it with `verifine plugin build {}`",
+                        dir.display(),
+                        dir.display()
+                    );
+                }
+                PluginCommand::Build { dir, target_dir } => {
+                    let built = author::build(&runtime, &dir, target_dir.as_deref())?;
+                    println!("{}", serde_json::to_string_pretty(&built)?);
+                }
+                PluginCommand::Test {
+                    plugin: spec,
+                    cases,
+                    snapshots,
+                    accept,
+                } => {
+                    let results =
+                        author::test(&runtime, &spec, &cases, snapshots.as_deref(), accept)?;
+                    let (text, passed) = author::report_cases(&results, accept);
+                    print!("{text}");
+                    if !passed {
+                        anyhow::bail!("snapshot cases differ (see above)");
+                    }
+                }
+                PluginCommand::Diff {
+                    old,
+                    new,
+                    input,
+                    gold,
+                    threshold,
+                } => {
+                    let diff =
+                        author::diff(&runtime, &old, &new, &input, gold.as_deref(), threshold)?;
+                    println!("{}", serde_json::to_string_pretty(&diff)?);
+                }
+                PluginCommand::Promote {
+                    run_dir,
+                    slot,
+                    file,
+                    cases,
+                } => {
+                    let request =
+                        author::promote(&runtime, &run_dir, &slot, &file, cases.as_deref())?;
+                    println!(
+                        "queued {}; the run decides it at its next step boundary (see {})",
+                        request.display(),
+                        run_dir.join("events.jsonl").display()
+                    );
+                }
+                PluginCommand::Rollback { run_dir, slot } => {
+                    let request = author::rollback(&run_dir, &slot)?;
+                    println!(
+                        "queued {}; the run rolls back at its next step boundary (see {})",
+                        request.display(),
+                        run_dir.join("events.jsonl").display()
+                    );
                 }
             }
         }

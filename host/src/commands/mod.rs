@@ -2,6 +2,7 @@
 //! same code paths as users).
 
 pub mod agree;
+pub mod author;
 pub mod config;
 pub mod plugin;
 pub mod score;

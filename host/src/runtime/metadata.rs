@@ -49,7 +49,8 @@ impl PluginKind {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    /// The kind named `text` (`rubric`, `aggregator`, `curriculum`, `trigger`).
+    pub fn parse(text: &str) -> Option<Self> {
         PluginKind::ALL.into_iter().find(|k| k.as_str() == text)
     }
 }
