@@ -280,3 +280,24 @@ fn copy_dir(from: &Path, to: &Path) {
         std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }
+
+#[test]
+fn a_revision_dropped_into_the_watched_directory_goes_live() {
+    let dir = scratch_dir("watched");
+    let watch = dir.join("incoming");
+    std::fs::create_dir_all(watch.join("rubric")).unwrap();
+    let bytes = verifine::runtime::spec_bytes("math-answer").unwrap().0;
+    std::fs::write(watch.join("rubric/math-answer.wasm"), &bytes).unwrap();
+    let mut config = tiny(EXAMPLE_LOOPHOLE, 1);
+    config.hot_swap.watch_dir = Some(watch.clone());
+    let run = dir.join("run");
+    train(&config, &run).unwrap();
+    let events = events(&run);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "promoted");
+    assert_eq!(events[0]["candidate"]["origin"]["kind"], "watched");
+    assert_eq!(events[0]["step"], 1, "decided at the first step boundary");
+    assert!(watch.join("rubric/math-answer.wasm.taken").exists());
+    let last = metrics(&run).into_iter().rfind(|l| l["phase"] == "grpo").unwrap();
+    assert_eq!(last["plugins"][0]["name"], "math-answer");
+}
