@@ -298,6 +298,9 @@ fn a_revision_dropped_into_the_watched_directory_goes_live() {
     assert_eq!(events[0]["candidate"]["origin"]["kind"], "watched");
     assert_eq!(events[0]["step"], 1, "decided at the first step boundary");
     assert!(watch.join("rubric/math-answer.wasm.taken").exists());
-    let last = metrics(&run).into_iter().rfind(|l| l["phase"] == "grpo").unwrap();
+    let last = metrics(&run)
+        .into_iter()
+        .rfind(|l| l["phase"] == "grpo")
+        .unwrap();
     assert_eq!(last["plugins"][0]["name"], "math-answer");
 }
