@@ -8,13 +8,14 @@
 //! `cargo bench -p verifine --bench hot_swap`
 
 use std::time::Instant;
-use verifine::hotswap::gate::{CanaryCase, GateConfig};
+use verifine::hotswap::gate::GateConfig;
 use verifine::hotswap::inbox::{self, Action};
 use verifine::hotswap::live::LiveReward;
 use verifine::hotswap::revision::Origin;
-use verifine::runtime::{Limits, Runtime, Sample, spec_bytes};
+use verifine::runtime::{Limits, Runtime, spec_bytes};
 use verifine::scoring::PluginSlot;
-use verifine::training::task::{TaskConfig, canary};
+use verifine::training::task::TaskConfig;
+use verifine::training::trainer::generated_canary;
 
 const VARIANTS: usize = 30;
 
@@ -42,21 +43,7 @@ fn main() -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&run);
     std::fs::create_dir_all(&run)?;
     std::fs::write(run.join("config.toml"), "")?;
-    let cases: Vec<CanaryCase> = canary(0, 90, &TaskConfig::default())
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| CanaryCase {
-            sample: Sample {
-                id: format!("canary-{i}"),
-                prompt: c.problem.prompt,
-                response: c.response,
-                reference: Some(c.problem.solution),
-                context: "{}".into(),
-                metadata: Vec::new(),
-            },
-            label: c.label,
-        })
-        .collect();
+    let cases = generated_canary(0, 90, &TaskConfig::default());
     let slot = PluginSlot {
         plugin: "math-answer".into(),
         config: toml::Table::new(),

@@ -188,14 +188,7 @@ impl Gate {
         rubric: &Arc<Plugin>,
         aggregator: &Arc<Plugin>,
     ) -> Result<Vec<serde_json::Value>> {
-        let function = RewardFunction {
-            rubric: rubric.clone(),
-            aggregator: aggregator.clone(),
-            ..self.reward.clone()
-        };
-        let mut scorer = function.scorer()?;
-        let samples: Vec<Sample> = self.canary.iter().map(|c| c.sample.clone()).collect();
-        let scored = scorer.score_batch(0, 0, &samples);
+        let scored = self.score_canary(rubric, aggregator)?;
         Ok(self
             .canary
             .iter()
@@ -221,6 +214,21 @@ impl Gate {
             .collect())
     }
 
+    /// The canary scored by the run's reward function with these plugins.
+    fn score_canary(
+        &self,
+        rubric: &Arc<Plugin>,
+        aggregator: &Arc<Plugin>,
+    ) -> Result<Vec<crate::scoring::ScoredSample>> {
+        let function = RewardFunction {
+            rubric: rubric.clone(),
+            aggregator: aggregator.clone(),
+            ..self.reward.clone()
+        };
+        let samples: Vec<Sample> = self.canary.iter().map(|c| c.sample.clone()).collect();
+        Ok(function.scorer()?.score_batch(0, 0, &samples))
+    }
+
     /// Share of canary cases where (reward ≥ threshold) equals the label; a
     /// failed score counts as disagreement.
     pub fn agreement(&mut self, rubric: &Arc<Plugin>, aggregator: &Arc<Plugin>) -> Result<f64> {
@@ -228,14 +236,7 @@ impl Gate {
         if let Some(a) = self.agreements.get(&key) {
             return Ok(*a);
         }
-        let function = RewardFunction {
-            rubric: rubric.clone(),
-            aggregator: aggregator.clone(),
-            ..self.reward.clone()
-        };
-        let mut scorer = function.scorer()?;
-        let samples: Vec<Sample> = self.canary.iter().map(|c| c.sample.clone()).collect();
-        let scored = scorer.score_batch(0, 0, &samples);
+        let scored = self.score_canary(rubric, aggregator)?;
         let agree = self
             .canary
             .iter()

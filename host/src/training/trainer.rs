@@ -782,23 +782,31 @@ fn canary_cases(config: &TrainConfig) -> Result<Vec<CanaryCase>> {
                 .collect(),
         );
     }
-    Ok(
-        super::task::canary(config.seed, swap.canary_size, &config.task)
-            .into_iter()
-            .enumerate()
-            .map(|(i, case)| CanaryCase {
-                sample: Sample {
-                    id: format!("canary-{i}"),
-                    prompt: case.problem.prompt,
-                    response: case.response,
-                    reference: Some(case.problem.solution),
-                    context: "{}".to_string(),
-                    metadata: Vec::new(),
-                },
-                label: case.label,
-            })
-            .collect(),
-    )
+    Ok(generated_canary(
+        config.seed,
+        swap.canary_size,
+        &config.task,
+    ))
+}
+
+/// `n` canary cases generated from the task (see [`super::task::canary`]),
+/// as the gate takes them.
+pub fn generated_canary(seed: u64, n: usize, task: &super::task::TaskConfig) -> Vec<CanaryCase> {
+    super::task::canary(seed, n, task)
+        .into_iter()
+        .enumerate()
+        .map(|(i, case)| CanaryCase {
+            sample: Sample {
+                id: format!("canary-{i}"),
+                prompt: case.problem.prompt,
+                response: case.response,
+                reference: Some(case.problem.solution),
+                context: "{}".to_string(),
+                metadata: Vec::new(),
+            },
+            label: case.label,
+        })
+        .collect()
 }
 
 fn device() -> Result<Device> {
