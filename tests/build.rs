@@ -1,5 +1,6 @@
-//! Builds the plugins the tests load: hostile ones for the sandbox tests and
-//! the README's example plugin.
+//! Builds the plugins the tests load: hostile ones for the sandbox tests,
+//! the README's example plugin, and native (host-target) builds of the
+//! plugins the native fast-path tests load.
 
 use std::path::PathBuf;
 
@@ -15,12 +16,17 @@ const HOSTILE: &[&str] = &[
     "answer-mentioned",
 ];
 
+/// Built as native shared libraries too (`export_native_plugin!`).
+const NATIVE: &[&str] = &["math-answer", "hostile-panicker", "hostile-future-api"];
+
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
     verifine_wasm_build::rerun_if_changed(&[
         manifest_dir.join("plugins"),
         workspace.join("plugin-api"),
+        workspace.join("native-abi"),
+        workspace.join("plugins").join("math-answer"),
         workspace.join("wit"),
         workspace.join("examples").join("concise-rubric"),
         workspace.join("examples").join("loophole-rubric"),
@@ -31,6 +37,15 @@ fn main() {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     for artifact in verifine_wasm_build::build_components(&workspace, HOSTILE) {
         let var = artifact.package.to_uppercase().replace('-', "_");
+        let copy = out_dir.join(artifact.path.file_name().unwrap());
+        std::fs::copy(&artifact.path, &copy).unwrap();
+        println!("cargo:rustc-env={var}={}", copy.display());
+    }
+    for artifact in verifine_wasm_build::build_native_libraries(&workspace, NATIVE) {
+        let var = format!(
+            "NATIVE_{}",
+            artifact.package.to_uppercase().replace('-', "_")
+        );
         let copy = out_dir.join(artifact.path.file_name().unwrap());
         std::fs::copy(&artifact.path, &copy).unwrap();
         println!("cargo:rustc-env={var}={}", copy.display());

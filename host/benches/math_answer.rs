@@ -1,14 +1,17 @@
-//! `math-answer` scoring per sample: through the WASM sandbox vs the same Rust
-//! function called natively, on batches of 256 GSM8K model solutions.
+//! `math-answer` scoring per sample, three ways on the same batch of 256 GSM8K
+//! model solutions: the Rust function linked into the bench (`native`), the
+//! same crate as a native plugin loaded with libloading (`native_cdylib`, JSON
+//! across the C ABI), and the component in the WASM sandbox (`wasm`).
 //!
 //! cargo bench -p verifine --bench math_answer
 //!
-//! The ratio wasm/native is the figure that matters (see BENCHMARKS.md);
-//! absolute times depend on the machine.
+//! The ratios to `native` are the figures that matter (see BENCHMARKS.md);
+//! absolute times depend on the machine. The native plugin is built first
+//! (release, host target) into target/native-plugins.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use verifine::runtime::{Context, Limits, Runtime, Sample};
+use verifine::runtime::{Context, Limits, NativePlugin, Runtime, Sample};
 use verifine_plugin_api as api;
 use verifine_plugin_api::Rubric;
 
@@ -87,12 +90,19 @@ fn bench(c: &mut Criterion) {
     let guest_ctx = api::Context::at_step(0);
     let config = math_answer::Config::default();
 
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    let library = verifine_wasm_build::build_native_libraries(workspace, &["math-answer"]);
+    let cdylib = NativePlugin::load(&library[0].path, true).unwrap();
+
     // Same verdicts both ways before timing anything.
     let wasm = instance.judge(&host_ctx, &host_samples).unwrap();
     let native = math_answer::MathAnswer::judge_batch(&config, &guest_ctx, &guest_samples);
     for (w, n) in wasm.iter().zip(&native) {
         assert_eq!(w.as_ref().unwrap().total, n.as_ref().unwrap().total);
     }
+    assert_eq!(cdylib.judge(&host_ctx, &host_samples).unwrap(), wasm);
 
     let mut group = c.benchmark_group("math_answer_batch256");
     group.throughput(Throughput::Elements(BATCH as u64));
@@ -104,6 +114,9 @@ fn bench(c: &mut Criterion) {
                 black_box(&guest_samples),
             ))
         })
+    });
+    group.bench_function("native_cdylib", |b| {
+        b.iter(|| black_box(cdylib.judge(&host_ctx, black_box(&host_samples)).unwrap()))
     });
     group.bench_function("wasm", |b| {
         b.iter(|| black_box(instance.judge(&host_ctx, black_box(&host_samples)).unwrap()))

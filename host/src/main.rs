@@ -23,10 +23,11 @@ struct Cli {
 enum Command {
     /// Judge a JSONL dataset with a rubric plugin.
     Score {
-        /// Built-in name or path to a .wasm component.
+        /// Built-in name, path to a .wasm component, or native:PATH (needs --allow-native).
         #[arg(long)]
         rubric: Option<String>,
-        /// Aggregator (built-in name or path); default: the rubric's own total, else weighted-sum.
+        /// Aggregator (built-in name, path or native:PATH); default: the rubric's own total,
+        /// else weighted-sum.
         #[arg(long)]
         aggregator: Option<String>,
         /// TOML config with [rubric], [aggregator], [limits] and [scoring] tables.
@@ -46,6 +47,10 @@ enum Command {
         /// Also write the summary as JSON here.
         #[arg(long)]
         summary: Option<PathBuf>,
+        /// Allow native:PATH plugins. They are NOT sandboxed: they run inside this process
+        /// with its privileges and no time or memory limit. Only for code you trust.
+        #[arg(long)]
+        allow_native: bool,
     },
     /// Agreement of predictions with gold labels, with 95% bootstrap intervals.
     Agree {
@@ -80,6 +85,10 @@ enum Command {
         /// (its own config is used).
         #[arg(long, value_name = "RUN_DIR", conflicts_with = "config")]
         resume: Option<PathBuf>,
+        /// Delete what an earlier run left in --run-dir first (only a
+        /// directory that holds a run: one with a config.toml).
+        #[arg(long, requires = "run_dir", conflicts_with = "resume")]
+        overwrite: bool,
     },
     /// Inspect and check plugins.
     Plugin {
@@ -193,6 +202,7 @@ fn run(cli: Cli) -> Result<()> {
             batch_size,
             threads,
             summary,
+            allow_native,
         } => {
             let args = score::ScoreArgs {
                 rubric,
@@ -203,6 +213,7 @@ fn run(cli: Cli) -> Result<()> {
                 batch_size,
                 threads,
                 progress: std::io::stderr().is_terminal(),
+                allow_native,
             };
             let result = score::score(&args)?;
             println!("{result}");
@@ -242,6 +253,7 @@ fn run(cli: Cli) -> Result<()> {
             config,
             run_dir,
             resume: Some(resume_dir),
+            ..
         } => {
             debug_assert!(config.is_none() && run_dir.is_none());
             let summary = verifine::training::trainer::resume(&resume_dir)?;
@@ -252,6 +264,7 @@ fn run(cli: Cli) -> Result<()> {
             config,
             run_dir,
             resume: None,
+            overwrite,
         } => {
             use verifine::training::trainer::{
                 DEFAULT_CONFIG, TrainConfig, default_run_dir, train,
@@ -265,6 +278,15 @@ fn run(cli: Cli) -> Result<()> {
                 None => TrainConfig::from_toml(DEFAULT_CONFIG, "examples/arithmetic/train.toml")?,
             };
             let run_dir = run_dir.unwrap_or_else(default_run_dir);
+            if overwrite && run_dir.exists() {
+                anyhow::ensure!(
+                    run_dir.join("config.toml").exists(),
+                    "--overwrite: {} does not hold a run (no config.toml); not deleting it",
+                    run_dir.display()
+                );
+                std::fs::remove_dir_all(&run_dir)
+                    .map_err(|e| anyhow::anyhow!("clearing {}: {e}", run_dir.display()))?;
+            }
             let summary = train(&config, &run_dir)?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("outputs in {}", run_dir.display());

@@ -20,7 +20,9 @@ pub const DEFAULT_AGGREGATOR: &str = "weighted-sum";
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSlot {
-    /// A built-in plugin name or a path to a `.wasm` component.
+    /// A built-in plugin name or a path to a `.wasm` component; `native:PATH`
+    /// names an unsandboxed native library, which only a runtime that allows
+    /// it loads (`verifine score --allow-native`; never training or hot-swap).
     pub plugin: String,
     /// The plugin's own table, handed to it as JSON (empty when absent).
     #[serde(default)]

@@ -139,3 +139,40 @@ fn resume_and_config_flags_are_exclusive_and_resume_needs_a_checkpoint() {
     assert!(stderr.contains("no complete checkpoint"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_second_run_into_the_same_directory_needs_overwrite() {
+    let dir = scratch("overwrite");
+    let config = dir.join("tiny.toml");
+    std::fs::write(
+        &config,
+        CONFIG
+            .replace("steps = 60", "steps = 2")
+            .replace("steps = 30", "steps = 1"),
+    )
+    .unwrap();
+    let run = |extra: &[&str], target: &Path| {
+        verifine()
+            .args(["train", "--config"])
+            .arg(&config)
+            .arg("--run-dir")
+            .arg(target)
+            .args(extra)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let target = dir.join("run");
+    assert!(run(&[], &target).status.success());
+    let again = run(&[], &target);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--resume"));
+    assert!(run(&["--overwrite"], &target).status.success());
+    let stranger = dir.join("not-a-run");
+    std::fs::create_dir_all(&stranger).unwrap();
+    std::fs::write(stranger.join("precious.txt"), "keep").unwrap();
+    let refused = run(&["--overwrite"], &stranger);
+    assert!(!refused.status.success());
+    assert!(stranger.join("precious.txt").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -28,11 +28,19 @@
 //! are plain Rust structs with public fields. [`export_plugin!`] also stamps the
 //! contract version, the plugin kind and the crate's name and version into a
 //! custom section, which the host reads before it compiles anything.
+//!
+//! The same crate can also be built for the host target as a *native* plugin,
+//! a trusted fast path without the sandbox: add
+//! [`export_native_plugin!`]`(rubric: SaysPlease)` beside `export_plugin!`
+//! and `cargo build --release` (no `--target`) yields a shared library the
+//! host loads only when the user opts in.
 
 #![warn(missing_docs)]
 
 mod builders;
 mod host_calls;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod native;
 pub mod verdicts;
 
 pub use builders::NoConfig;
@@ -243,6 +251,61 @@ macro_rules! export_plugin {
     };
 }
 
+/// Exports a plugin type as a native plugin: a C-ABI table, stamped with the
+/// contract version, that the host checks before calling anything.
+///
+/// `export_native_plugin!(rubric: MyRubric)`; likewise `aggregator:`,
+/// `curriculum:`, `trigger:`. Put it next to [`export_plugin!`]: it expands
+/// to nothing on wasm32, so one crate builds as a component for
+/// `wasm32-wasip2` and as a native `cdylib` for the host target.
+///
+/// Native plugins are **not sandboxed**: they run in the host's process with
+/// its privileges and no memory or time limit, so hosts load them only on an
+/// explicit opt-in. The exported symbol is unmangled, so link at most one
+/// plugin that uses this macro into any one native binary.
+#[macro_export]
+macro_rules! export_native_plugin {
+    ($kind:ident : $plugin:ty) => {
+        $crate::export_native_plugin!(@stamped $crate::API_VERSION, $kind: $plugin);
+    };
+    // Stamps another contract version; only for the host's compatibility tests.
+    (@stamped $api:expr, $kind:ident : $plugin:ty) => {
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: () = {
+            unsafe extern "C" fn __verifine_native_call(
+                function: u32,
+                input: *const u8,
+                input_len: usize,
+                output: *mut $crate::native::NativeBuffer,
+            ) -> i32 {
+                // SAFETY: the host upholds the ABI's pointer contract.
+                unsafe {
+                    $crate::native::call(
+                        function,
+                        input,
+                        input_len,
+                        output,
+                        $crate::native::$kind::<$plugin>,
+                    )
+                }
+            }
+            static __VERIFINE_NATIVE_TABLE: $crate::native::NativePluginV0 =
+                $crate::native::table(
+                    $api,
+                    $crate::native::kind::$kind,
+                    concat!(env!("CARGO_PKG_NAME"), "\0"),
+                    concat!(env!("CARGO_PKG_VERSION"), "\0"),
+                    __verifine_native_call,
+                );
+            /// The native plugin's table (see `verifine_native_abi::SYMBOL`).
+            #[unsafe(no_mangle)]
+            pub extern "C" fn verifine_native_plugin_v0() -> *const $crate::native::NativePluginV0 {
+                &__VERIFINE_NATIVE_TABLE
+            }
+        };
+    };
+}
+
 /// Writes the metadata custom section (`key=value` lines) into the module.
 #[doc(hidden)]
 #[macro_export]
@@ -283,6 +346,8 @@ pub mod __private {
             pub_export_macro: true,
             export_macro_name: "export_rubric_world",
             default_bindings_module: "verifine_plugin_api::__private::rubric",
+            // The native fast path carries these records as JSON.
+            additional_derives: [serde::Serialize, serde::Deserialize],
         });
     }
 

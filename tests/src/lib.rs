@@ -50,6 +50,16 @@ pub mod hostile {
     pub const WRONG_COUNT: &str = env!("HOSTILE_WRONG_COUNT");
 }
 
+/// Native (host-target) shared libraries built by this crate's build script.
+pub mod native {
+    /// `plugins/math-answer`, the same logic as the built-in component.
+    pub const MATH_ANSWER: &str = env!("NATIVE_MATH_ANSWER");
+    /// A rubric that panics on the response "panic".
+    pub const PANICKER: &str = env!("NATIVE_HOSTILE_PANICKER");
+    /// A rubric stamped with contract version 9.0.0.
+    pub const FUTURE_API: &str = env!("NATIVE_HOSTILE_FUTURE_API");
+}
+
 /// The README's example plugin (examples/concise-rubric), built for wasm32-wasip2.
 pub const EXAMPLE_CONCISE: &str = env!("CONCISE");
 

@@ -18,7 +18,8 @@ pub const BOOTSTRAP_RESAMPLES: usize = 1000;
 /// Arguments of `verifine score`; flags override the config file.
 #[derive(Debug, Clone, Default)]
 pub struct ScoreArgs {
-    /// `--rubric`: a built-in name or `.wasm` path; replaces the config's plugin.
+    /// `--rubric`: a built-in name, `.wasm` path or `native:PATH`; replaces
+    /// the config's plugin.
     pub rubric: Option<String>,
     /// `--aggregator`; replaces the config's, and then decides every total.
     pub aggregator: Option<String>,
@@ -34,6 +35,9 @@ pub struct ScoreArgs {
     pub threads: Option<usize>,
     /// Show a progress bar (only drawn on a terminal).
     pub progress: bool,
+    /// `--allow-native`: lets `native:PATH` plugins load. They are not
+    /// sandboxed, so this is off unless the user asks.
+    pub allow_native: bool,
 }
 
 /// What a scoring run produced, for the closing summary.
@@ -105,7 +109,7 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
         .map_or(empty, |s| s.config_json());
 
     let samples = read_samples(&args.input)?;
-    let runtime = Runtime::new(config.limits)?;
+    let runtime = Runtime::new(config.limits)?.allow_native(args.allow_native);
     let function = RewardFunction::load(
         &runtime,
         &rubric,

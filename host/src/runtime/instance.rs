@@ -4,6 +4,10 @@
 //! before every call. A trap (panic, timeout, memory exhaustion, bad result)
 //! discards the store; the next call instantiates afresh, so one bad input
 //! never poisons the calls after it.
+//!
+//! An instance of a native plugin (see [`super::native`]) has no store: its
+//! calls go straight to the library, with the same result types and checks
+//! but without the sandbox's limits.
 
 use super::bindings::{
     Candidate, Context, CurriculumDecision, Judgment, MonitorPoint, RubricInfo, Sample, Scoring,
@@ -11,7 +15,7 @@ use super::bindings::{
 };
 use super::engine::EPOCH_TICK;
 use super::host_state::HostState;
-use super::plugin::{KindPre, Plugin};
+use super::plugin::{Code, KindPre, Limits, Plugin};
 use std::sync::Arc;
 use thiserror::Error;
 use wasmtime::{Store, StoreLimitsBuilder, Trap};
@@ -30,7 +34,7 @@ pub enum PluginError {
         limit_ms: u64,
     },
     /// The call failed inside the sandbox (panic, memory cap, invalid result);
-    /// the store was discarded.
+    /// the store was discarded. A native plugin's caught panic lands here too.
     #[error("plugin {plugin} trapped in {call}: {message}")]
     Trap {
         /// Name of the plugin called.
@@ -83,8 +87,8 @@ struct Live {
     exports: Exports,
 }
 
-/// One sandboxed instance of a plugin. Not shared between threads: make one
-/// per worker with [`Plugin::instance`].
+/// One sandboxed instance of a plugin (or a handle on a native one). Not
+/// shared between threads: make one per worker with [`Plugin::instance`].
 pub struct PluginInstance {
     plugin: Arc<Plugin>,
     live: Option<Live>,
@@ -110,25 +114,40 @@ impl PluginInstance {
         self.instantiations
     }
 
+    /// The sandbox limits; a native plugin has none, and never reaches the
+    /// code that asks (its calls are dispatched before).
+    fn limits(&self) -> Limits {
+        match &self.plugin.code {
+            Code::Wasm(code) => code.limits,
+            Code::Native(_) => Limits::default(),
+        }
+    }
+
     fn deadline_ticks(&self) -> u64 {
-        let ticks = self.plugin.limits.call_timeout().as_nanos() / EPOCH_TICK.as_nanos();
+        let ticks = self.limits().call_timeout().as_nanos() / EPOCH_TICK.as_nanos();
         (ticks as u64).max(1)
     }
 
     fn instantiate(&mut self) -> Result<Live, PluginError> {
         let plugin = &self.plugin;
+        let Code::Wasm(code) = &plugin.code else {
+            return Err(PluginError::Instantiate {
+                plugin: plugin.metadata.name.clone(),
+                message: "a native plugin has no sandbox to instantiate".to_string(),
+            });
+        };
         let limits = StoreLimitsBuilder::new()
-            .memory_size(plugin.limits.memory_bytes())
+            .memory_size(code.limits.memory_bytes())
             .trap_on_grow_failure(true)
             .build();
         let mut store = Store::new(
-            plugin.engine.engine(),
+            code.engine.engine(),
             HostState::new(&plugin.metadata.name, limits),
         );
         store.limiter(|state| &mut state.limits);
         store.epoch_deadline_trap();
         store.set_epoch_deadline(self.deadline_ticks());
-        let exports = match &plugin.pre {
+        let exports = match &code.pre {
             KindPre::Rubric(pre) => pre.instantiate(&mut store).map(Exports::Rubric),
             KindPre::Aggregator(pre) => pre.instantiate(&mut store).map(Exports::Aggregator),
             KindPre::Curriculum(pre) => pre.instantiate(&mut store).map(Exports::Curriculum),
@@ -174,7 +193,7 @@ impl PluginInstance {
                     return Err(PluginError::Timeout {
                         plugin: name.clone(),
                         call,
-                        limit_ms: self.plugin.limits.call_timeout_ms,
+                        limit_ms: self.limits().call_timeout_ms,
                     });
                 }
                 Err(PluginError::Trap {
@@ -188,6 +207,9 @@ impl PluginInstance {
 
     /// A rubric's name, version and criteria.
     pub fn describe(&mut self) -> Result<RubricInfo, PluginError> {
+        if let Some(native) = self.plugin.native() {
+            return native.describe();
+        }
         self.call("describe", |store, exports| match exports {
             Exports::Rubric(r) => Some(r.verifine_plugin_rubric_plugin().call_describe(store)),
             _ => None,
@@ -200,6 +222,9 @@ impl PluginInstance {
         ctx: &Context,
         samples: &[Sample],
     ) -> Result<Vec<Result<Judgment, String>>, PluginError> {
+        if let Some(native) = self.plugin.native() {
+            return native.judge(ctx, samples);
+        }
         let results = self.call("judge", |store, exports| match exports {
             Exports::Rubric(r) => Some(
                 r.verifine_plugin_rubric_plugin()
@@ -216,6 +241,9 @@ impl PluginInstance {
         ctx: &Context,
         items: &[Scoring],
     ) -> Result<Vec<Result<Option<f64>, String>>, PluginError> {
+        if let Some(native) = self.plugin.native() {
+            return native.aggregate(ctx, items);
+        }
         let results = self.call("aggregate", |store, exports| match exports {
             Exports::Aggregator(a) => Some(
                 a.verifine_plugin_aggregator_plugin()
@@ -232,6 +260,9 @@ impl PluginInstance {
         ctx: &Context,
         candidates: &[Candidate],
     ) -> Result<Result<Vec<CurriculumDecision>, String>, PluginError> {
+        if let Some(native) = self.plugin.native() {
+            return native.select(ctx, candidates);
+        }
         let result = self.call("select", |store, exports| match exports {
             Exports::Curriculum(c) => Some(
                 c.verifine_plugin_curriculum_plugin()
@@ -253,6 +284,9 @@ impl PluginInstance {
         ctx: &Context,
         history: &[MonitorPoint],
     ) -> Result<Result<TriggerDecision, String>, PluginError> {
+        if let Some(native) = self.plugin.native() {
+            return native.check(ctx, history);
+        }
         self.call("check", |store, exports| match exports {
             Exports::Trigger(t) => Some(
                 t.verifine_plugin_trigger_plugin()

@@ -1,4 +1,5 @@
-//! Loading plugins: resolve a name or path, check metadata, compile, pre-link.
+//! Loading plugins: resolve a name or path, check metadata, compile, pre-link;
+//! or, for `native:PATH` on a runtime that allows it, load a native library.
 
 use super::bindings::{aggregator, curriculum, rubric, trigger};
 use super::builtin::{BUILTIN_PLUGINS, builtin_names};
@@ -6,6 +7,7 @@ use super::engine::{SandboxEngine, default_cache_dir, sha256_hex};
 use super::host_state::HostState;
 use super::instance::PluginInstance;
 use super::metadata::{PluginKind, PluginMetadata, check_api, read_metadata};
+use super::native::{NATIVE_PREFIX, NativePlugin};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -63,18 +65,35 @@ pub(crate) enum KindPre {
     Trigger(trigger::TriggerPre<HostState>),
 }
 
-/// A loaded, checked and compiled plugin. Cheap to share; make a
-/// [`PluginInstance`] per thread to call it.
-pub struct Plugin {
-    /// What its metadata section says (already checked against this host).
-    pub metadata: PluginMetadata,
-    /// Hex sha256 of the component bytes.
-    pub sha256: String,
-    /// Where it came from: `builtin:NAME` or a file path.
-    pub origin: String,
+/// A component's compiled code and the sandbox it runs in.
+pub(crate) struct WasmCode {
     pub(crate) pre: KindPre,
     pub(crate) engine: SandboxEngine,
     pub(crate) limits: Limits,
+}
+
+/// How a plugin runs. Native plugins live here, one level below
+/// [`crate::scoring::RewardFunction`] and [`PluginInstance`], so everything that
+/// scores through a `Plugin` takes them without change.
+pub(crate) enum Code {
+    /// A sandboxed component.
+    Wasm(WasmCode),
+    /// A trusted, unsandboxed native library (loaded only on opt-in).
+    Native(NativePlugin),
+}
+
+/// A loaded and checked plugin: a compiled component or, only when the
+/// runtime allows it, a native library. Cheap to share; make a
+/// [`PluginInstance`] per thread to call it.
+pub struct Plugin {
+    /// What its metadata (section or native table) says, already checked
+    /// against this host.
+    pub metadata: PluginMetadata,
+    /// Hex sha256 of the component bytes, or of the native library file.
+    pub sha256: String,
+    /// Where it came from: `builtin:NAME`, a file path or `native:PATH`.
+    pub origin: String,
+    pub(crate) code: Code,
 }
 
 impl Plugin {
@@ -95,6 +114,24 @@ impl Plugin {
     /// A fresh instance with its own store (instantiated on first call).
     pub fn instance(self: &Arc<Self>) -> PluginInstance {
         PluginInstance::new(self.clone())
+    }
+
+    /// The native library behind this plugin; `None` for a sandboxed component.
+    pub fn native(&self) -> Option<&NativePlugin> {
+        match &self.code {
+            Code::Native(native) => Some(native),
+            Code::Wasm(_) => None,
+        }
+    }
+
+    /// Wraps a loaded native plugin so it scores wherever a component does.
+    pub fn from_native(native: NativePlugin) -> Arc<Self> {
+        Arc::new(Plugin {
+            metadata: native.metadata().clone(),
+            sha256: native.sha256().to_string(),
+            origin: format!("{NATIVE_PREFIX}{}", native.path().display()),
+            code: Code::Native(native),
+        })
     }
 }
 
@@ -122,6 +159,7 @@ pub struct Runtime {
     linker: Linker<HostState>,
     cache_dir: Option<PathBuf>,
     limits: Limits,
+    allow_native: bool,
 }
 
 impl Runtime {
@@ -145,7 +183,16 @@ impl Runtime {
             linker,
             cache_dir,
             limits,
+            allow_native: false,
         })
+    }
+
+    /// Lets [`Runtime::load`] accept `native:PATH` specs. Off by default:
+    /// native plugins are not sandboxed, so only a user's explicit opt-in
+    /// (`verifine score --allow-native`) should turn this on.
+    pub fn allow_native(mut self, allow: bool) -> Self {
+        self.allow_native = allow;
+        self
     }
 
     /// The limits every instance of this runtime's plugins gets.
@@ -155,7 +202,13 @@ impl Runtime {
 
     /// Loads a built-in plugin by name, or a component file by path. A bare
     /// name that matches a built-in plugin means the built-in one.
+    /// `native:PATH` loads a native library, refused unless
+    /// [`Runtime::allow_native`] was set.
     pub fn load(&self, spec: &str) -> Result<Arc<Plugin>> {
+        if let Some(path) = spec.strip_prefix(NATIVE_PREFIX) {
+            let native = NativePlugin::load(path, self.allow_native)?;
+            return Ok(Plugin::from_native(native));
+        }
         let (bytes, origin) = spec_bytes(spec)?;
         self.load_bytes(&bytes, &origin)
             .with_context(|| format!("loading plugin {origin}"))
@@ -225,9 +278,11 @@ impl Runtime {
             metadata,
             sha256,
             origin: origin.to_string(),
-            pre,
-            engine: self.engine.clone(),
-            limits: self.limits,
+            code: Code::Wasm(WasmCode {
+                pre,
+                engine: self.engine.clone(),
+                limits: self.limits,
+            }),
         }))
     }
 }

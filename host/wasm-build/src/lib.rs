@@ -4,6 +4,9 @@
 //! are ordinary workspace crates, built here by a nested `cargo build` into a
 //! target directory of their own (so the outer build's lock is never contended),
 //! the way wasmtime's `test-programs/artifacts` crate does it.
+//!
+//! [`build_native_libraries`] builds the same crates for the host target
+//! instead, as the shared libraries of native (unsandboxed) plugins.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,12 +56,64 @@ pub fn build_components(workspace_root: &Path, packages: &[&str]) -> Vec<Artifac
         .collect()
 }
 
+/// Builds `packages` (workspace `cdylib` plugin crates that call
+/// `export_native_plugin!`) in release mode for the host target into
+/// `target/native-plugins`, and returns their shared libraries in the order
+/// given. Panics when cargo fails, as [`build_components`] does.
+pub fn build_native_libraries(workspace_root: &Path, packages: &[&str]) -> Vec<Artifact> {
+    let target_dir = workspace_root.join("target").join("native-plugins");
+    let mut cmd = cargo_command(&target_dir);
+    cmd.current_dir(workspace_root);
+    for package in packages {
+        cmd.args(["-p", package]);
+    }
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("could not run cargo to build native plugins: {e}"));
+    assert!(
+        status.success(),
+        "building native plugins failed (see the cargo output above)"
+    );
+    packages
+        .iter()
+        .map(|package| {
+            let path = target_dir
+                .join("release")
+                .join(native_library_name(package));
+            assert!(path.exists(), "cargo did not produce {}", path.display());
+            Artifact {
+                package: package.to_string(),
+                path,
+            }
+        })
+        .collect()
+}
+
+/// The file a `cdylib` package becomes on this platform (`libNAME.so`,
+/// `libNAME.dylib`, `NAME.dll`, with `-` as `_`).
+pub fn native_library_name(package: &str) -> String {
+    format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        package.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
 /// `cargo build --release --target wasm32-wasip2 --target-dir DIR`, with the
 /// flags meant for an outer host build removed.
 fn cargo_build(target_dir: &Path) -> Command {
+    let mut cmd = cargo_command(target_dir);
+    cmd.args(["--target", TARGET]);
+    cmd
+}
+
+/// `cargo build --release --target-dir DIR` for the host target, with the
+/// flags meant for an outer build removed.
+fn cargo_command(target_dir: &Path) -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--release", "--target", TARGET])
+    cmd.args(["build", "--release"])
         .arg("--target-dir")
         .arg(target_dir);
     for var in [

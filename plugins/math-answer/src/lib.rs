@@ -85,6 +85,7 @@ impl Rubric for MathAnswer {
 }
 
 export_plugin!(rubric: MathAnswer);
+export_native_plugin!(rubric: MathAnswer);
 
 #[cfg(test)]
 mod tests {

@@ -15,3 +15,4 @@ impl Rubric for FromTheFuture {
 }
 
 export_plugin!(@stamped "9.0.0", rubric: FromTheFuture);
+export_native_plugin!(@stamped "9.0.0", rubric: FromTheFuture);

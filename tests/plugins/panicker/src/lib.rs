@@ -17,3 +17,5 @@ impl Rubric for Panicker {
 }
 
 export_plugin!(rubric: Panicker);
+// The same panic through the native fast path must come back as an error.
+export_native_plugin!(rubric: Panicker);
