@@ -3,8 +3,8 @@
 //! good plugin.
 
 use std::sync::Arc;
-use verifine::runtime::{Context, Limits, Plugin, PluginError, PluginInstance, Runtime, Sample};
-use verifine_tests::hostile;
+use verifine::runtime::{Limits, Plugin, PluginError, PluginInstance, Runtime, Sample};
+use verifine_tests::{ctx, hostile, sample};
 
 fn runtime() -> Runtime {
     let limits = Limits {
@@ -12,25 +12,6 @@ fn runtime() -> Runtime {
         memory_mib: 64,
     };
     Runtime::with_cache(limits, None).unwrap()
-}
-
-fn ctx() -> Context {
-    Context {
-        step: 0,
-        round: 0,
-        config: "{}".into(),
-    }
-}
-
-fn sample(id: &str, response: &str) -> Sample {
-    Sample {
-        id: id.into(),
-        prompt: "q".into(),
-        response: response.into(),
-        reference: Some("#### 4".into()),
-        context: "{}".into(),
-        metadata: vec![],
-    }
 }
 
 /// A good plugin still works on the same runtime.

@@ -5,28 +5,9 @@
 use verifine::commands::score::{OutputRow, ScoreArgs, score};
 use verifine::rows::read_samples;
 use verifine::runtime::engine::sha256_hex;
-use verifine::runtime::{Context, Limits, NativePlugin, PluginError, Runtime, Sample};
+use verifine::runtime::{Context, Limits, NativePlugin, PluginError, Runtime};
 use verifine::scoring::RewardFunction;
-use verifine_tests::{fixture, native, read_rows, scratch_dir};
-
-fn ctx() -> Context {
-    Context {
-        step: 0,
-        round: 0,
-        config: "{}".into(),
-    }
-}
-
-fn sample(id: &str, response: &str) -> Sample {
-    Sample {
-        id: id.into(),
-        prompt: "q".into(),
-        response: response.into(),
-        reference: Some("#### 4".into()),
-        context: "{}".into(),
-        metadata: vec![],
-    }
-}
+use verifine_tests::{ctx, fixture, native, read_rows, sample, scratch_dir};
 
 fn spec(path: &str) -> String {
     format!("native:{path}")

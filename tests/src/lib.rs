@@ -80,3 +80,24 @@ pub fn write_rows(path: &Path, rows: &[serde_json::Value]) {
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(path, text).unwrap();
 }
+
+/// A context at step 0 with an empty config table.
+pub fn ctx() -> verifine::runtime::Context {
+    verifine::runtime::Context {
+        step: 0,
+        round: 0,
+        config: "{}".into(),
+    }
+}
+
+/// A sample to a question whose reference answer is 4.
+pub fn sample(id: &str, response: &str) -> verifine::runtime::Sample {
+    verifine::runtime::Sample {
+        id: id.into(),
+        prompt: "q".into(),
+        response: response.into(),
+        reference: Some("#### 4".into()),
+        context: "{}".into(),
+        metadata: vec![],
+    }
+}
