@@ -3,8 +3,10 @@
 //! sandboxed, versioned WebAssembly components.
 //!
 //! Layers, top to bottom: [`commands`] (what the CLI runs) → [`training`]
-//! (model, task, objective) → [`scoring`] (batches through plugins) →
-//! [`runtime`] (the sandbox). [`data`] and [`stats`] are leaf utilities.
+//! (model, task, objective, the run loop) → [`hotswap`] (live revisions, the
+//! gate, the inbox) → [`scoring`] (batches through plugins) → [`runtime`]
+//! (the sandbox, and opt-in native plugins). [`rows`] (the JSONL formats),
+//! [`data`] and [`stats`] are leaf utilities.
 
 #![warn(missing_docs)]
 
