@@ -340,7 +340,9 @@ fn run(cli: Cli) -> Result<()> {
                     let (text, passed) = author::report_cases(&results, accept);
                     print!("{text}");
                     if !passed {
-                        anyhow::bail!("snapshot cases are new or differ from their snapshots (see above)");
+                        anyhow::bail!(
+                            "snapshot cases are new or differ from their snapshots (see above)"
+                        );
                     }
                 }
                 PluginCommand::Diff {
