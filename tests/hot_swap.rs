@@ -204,10 +204,10 @@ fn a_storm_of_candidates_leaves_the_run_consistent_and_rollback_restores() {
         let bytes = if i % 2 == 0 { &good } else { &bad };
         promote(&run, bytes, &format!("storm-{i}.wasm"));
     }
-    assert!(
-        started.elapsed().as_secs_f64() < 1.0,
-        "submitted within a second"
-    );
+    // Typically ~0.1 s here; a slow disk does not change what is checked:
+    // every request of the storm is waiting when the run reaches its first
+    // step boundary.
+    eprintln!("100 candidates submitted in {:?}", started.elapsed());
     inbox::submit(&run, "rubric", &Action::Rollback, None, None).unwrap();
     std::fs::remove_file(run.join("config.toml")).unwrap();
     let summary = train(&tiny("math-answer", 1), &run).unwrap();
