@@ -6,12 +6,13 @@ use super::events::{self, Event};
 use super::gate::{CanaryCase, Candidate, Gate, GateConfig};
 use super::inbox::{self, Action, Request};
 use super::revision::{Origin, Revision, RevisionRecord, RevisionSlot};
-use crate::runtime::{PluginKind, Provenance, Runtime, spec_bytes};
+use crate::runtime::{Plugin, Provenance, Runtime, spec_bytes};
 use crate::scoring::{DEFAULT_AGGREGATOR, PluginSlot, RewardFunction, Scorer};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A slot's revisions as a checkpoint records them.
@@ -88,21 +89,20 @@ impl LiveReward {
         canary: Vec<CanaryCase>,
     ) -> Result<Self> {
         let template = RewardFunction::from_slots(&runtime, rubric, aggregator)?;
-        let load = |spec: &str, kind| -> Result<Revision> {
-            let (bytes, _) = spec_bytes(spec)?;
-            let plugin = runtime.load_bytes(&bytes, spec)?;
-            anyhow::ensure!(plugin.kind() == kind, "{spec} is not a {kind} plugin");
-            store_bytes(run_dir, &plugin.sha256, &bytes)?;
+        let aggregator_spec = aggregator.map_or(DEFAULT_AGGREGATOR, |a| a.plugin.as_str());
+        // The template's plugins are the first revisions; their bytes are
+        // kept in the run directory, not loaded a second time.
+        let first_revision = |plugin: &Arc<Plugin>, spec: &str| -> Result<Revision> {
+            store_bytes(run_dir, &plugin.sha256, &spec_bytes(spec)?.0)?;
             Ok(Revision::new(
-                plugin,
+                plugin.clone(),
                 Origin::Config {
                     spec: spec.to_string(),
                 },
             ))
         };
-        let rubric_revision = load(&rubric.plugin, PluginKind::Rubric)?;
-        let aggregator_spec = aggregator.map_or(DEFAULT_AGGREGATOR, |a| a.plugin.as_str());
-        let aggregator_revision = load(aggregator_spec, PluginKind::Aggregator)?;
+        let rubric_revision = first_revision(&template.rubric, &rubric.plugin)?;
+        let aggregator_revision = first_revision(&template.aggregator, aggregator_spec)?;
         let scorer = template.scorer()?;
         Ok(LiveReward {
             gate: Gate::new(gate, canary, template.clone()),

@@ -303,16 +303,30 @@ impl PluginInstance {
         results: Vec<T>,
         expected: usize,
     ) -> Result<Vec<T>, PluginError> {
-        if results.len() == expected {
-            return Ok(results);
+        let checked = check_count(&self.plugin.metadata.name, call, results, expected);
+        if checked.is_err() {
+            self.live = None;
         }
-        self.live = None;
-        Err(PluginError::Contract {
-            plugin: self.plugin.metadata.name.clone(),
-            call,
-            message: format!("returned {} results for {expected} inputs", results.len()),
-        })
+        checked
     }
+}
+
+/// A result count that differs from the input count is a contract error,
+/// never broadcast (shared by components and native plugins).
+pub(crate) fn check_count<T>(
+    plugin: &str,
+    call: &'static str,
+    results: Vec<T>,
+    expected: usize,
+) -> Result<Vec<T>, PluginError> {
+    if results.len() == expected {
+        return Ok(results);
+    }
+    Err(PluginError::Contract {
+        plugin: plugin.to_string(),
+        call,
+        message: format!("returned {} results for {expected} inputs", results.len()),
+    })
 }
 
 /// The error chain in one line, with what the plugin wrote to stderr.

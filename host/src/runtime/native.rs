@@ -309,14 +309,7 @@ impl NativePlugin {
         results: Vec<T>,
         expected: usize,
     ) -> Result<Vec<T>, PluginError> {
-        if results.len() == expected {
-            return Ok(results);
-        }
-        Err(PluginError::Contract {
-            plugin: self.metadata.name.clone(),
-            call,
-            message: format!("returned {} results for {expected} inputs", results.len()),
-        })
+        super::instance::check_count(&self.metadata.name, call, results, expected)
     }
 }
 

@@ -396,7 +396,12 @@ impl Run {
             let reference = Decoder::new(self.model.config().clone(), &varmap, &self.device)?;
             load_weights(&mut varmap, &self.run_dir.join("reference.safetensors"))
                 .context("loading the frozen KL reference")?;
-            self.reference = Some(reference.frozen_copy()?);
+            // Frozen, so cast to the compute dtype once, not every step.
+            self.reference = Some(
+                reference
+                    .frozen_copy()?
+                    .cast(self.config.model.compute_dtype)?,
+            );
         }
         Ok(())
     }
@@ -516,14 +521,14 @@ impl Run {
             (None, None, None, None)
         } else {
             let b = self.batch(&sequences)?;
-            let compute = self.model.cast(self.config.model.compute_dtype)?;
-            // One full forward over the whole conversations.
-            let current = log_probs(&compute, &b)?;
+            // One full forward over the whole conversations, through the
+            // same cast the rollouts used (the weights have not moved since).
+            let current = log_probs(&policy, &b)?;
             // One update per rollout batch: the sampling policy is the current
             // one, so its log-probs are these values without the graph.
             let old = current.detach();
             let reference = match &self.reference {
-                Some(r) => Some(log_probs(&r.cast(self.config.model.compute_dtype)?, &b)?.detach()),
+                Some(r) => Some(log_probs(r, &b)?.detach()),
                 None => None,
             };
             let adv = Tensor::new(kept_advantages.as_slice(), &self.device)?;
