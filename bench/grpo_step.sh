@@ -7,7 +7,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 model="${1:-default}"
 threads="${2:-$(nproc)}"
-candle=$(cd "$here/.." && cargo bench -q -p verifine --bench grpo_step -- --model "$model" --iters 5 2>/dev/null | tail -1)
+candle=$(cd "$here/.." && cargo bench -q -p verifine-train --bench grpo_step -- --model "$model" --iters 5 2>/dev/null | tail -1)
 torch=$("$here/run_torch.sh" --model "$model" --threads "$threads" --iters 5 | tail -1)
 echo "$candle"
 echo "$torch"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch reference for one verifine GRPO step: rollout, then update (CPU, f32).
 
-Mirrors host/src/training/{model,sequences,grpo,optim,rollout}.rs op for op,
+Mirrors host/train/src/{model,sequences,grpo,optim,rollout}.rs op for op,
 so that candle's throughput can be reported as a ratio against PyTorch doing
 the same arithmetic. Prints one JSON line on stdout. See bench/README.md.
 """

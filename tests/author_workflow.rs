@@ -2,8 +2,9 @@
 //! build, snapshot-test, diff against another revision, hand to a run.
 
 use verifine::commands::author::{self, report_cases};
-use verifine::hotswap::cases::CaseOutcome;
-use verifine::runtime::{Limits, PluginKind, Runtime};
+use verifine_hotswap::Slot;
+use verifine_runtime::cases::CaseOutcome;
+use verifine_runtime::{Limits, PluginKind, Runtime};
 use verifine_tests::{EXAMPLE_CONCISE, EXAMPLE_LOOPHOLE, repo_root, scratch_dir, write_rows};
 
 /// Shared with the hot-swap test: dependencies compiled once for wasm32.
@@ -121,19 +122,20 @@ fn promote_and_rollback_refuse_what_a_run_could_not_use() {
     let runtime = Runtime::new(Limits::default()).unwrap();
     let dir = scratch_dir("promote");
     let wasm = std::path::Path::new(EXAMPLE_LOOPHOLE);
-    let err = author::promote(&runtime, &dir, "rubric", wasm, None).unwrap_err();
+    let err = author::promote(&runtime, &dir, Slot::Rubric, wasm, None).unwrap_err();
     assert!(format!("{err}").contains("not a run directory"), "{err}");
     std::fs::write(dir.join("config.toml"), "").unwrap();
-    let err = author::promote(&runtime, &dir, "judge", wasm, None).unwrap_err();
+    let err = "judge".parse::<Slot>().unwrap_err();
     assert!(format!("{err}").contains("unknown slot"), "{err}");
     std::fs::write(dir.join("junk.wasm"), b"not wasm").unwrap();
-    let err = author::promote(&runtime, &dir, "rubric", &dir.join("junk.wasm"), None).unwrap_err();
+    let err =
+        author::promote(&runtime, &dir, Slot::Rubric, &dir.join("junk.wasm"), None).unwrap_err();
     assert!(
         format!("{err:#}").contains("not a loadable plugin"),
         "{err:#}"
     );
-    let queued = author::promote(&runtime, &dir, "rubric", wasm, None).unwrap();
+    let queued = author::promote(&runtime, &dir, Slot::Rubric, wasm, None).unwrap();
     assert!(queued.join("plugin.wasm").exists() && queued.join("request.json").exists());
-    let rollback = author::rollback(&dir, "aggregator").unwrap();
+    let rollback = author::rollback(&dir, Slot::Aggregator).unwrap();
     assert!(rollback.starts_with(dir.join("inbox/aggregator")));
 }

@@ -4,12 +4,8 @@
 
 use std::path::PathBuf;
 
-const HOSTILE: &[&str] = &[
-    "hostile-infinite-loop",
-    "hostile-alloc-bomb",
-    "hostile-panicker",
-    "hostile-future-api",
-    "hostile-wrong-count",
+/// Built beside the hostile plugins (every crate under tests/plugins/, discovered).
+const EXAMPLES: &[&str] = &[
     // The README's example plugin, built the way an author builds it.
     "concise",
     // The hot-swap walkthrough's loophole rubric.
@@ -35,7 +31,10 @@ fn main() {
     // agent's revision of the same package, say) must not change what the
     // tests load.
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    for artifact in verifine_wasm_build::build_components(&workspace, HOSTILE) {
+    let mut components = verifine_wasm_build::discover_packages(&manifest_dir.join("plugins"));
+    components.extend(EXAMPLES.iter().map(|name| name.to_string()));
+    let components: Vec<&str> = components.iter().map(String::as_str).collect();
+    for artifact in verifine_wasm_build::build_components(&workspace, &components) {
         let var = artifact.package.to_uppercase().replace('-', "_");
         let copy = out_dir.join(artifact.path.file_name().unwrap());
         std::fs::copy(&artifact.path, &copy).unwrap();

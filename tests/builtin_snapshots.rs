@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use verifine::commands::score::{ScoreArgs, score};
-use verifine::runtime::{
+use verifine_runtime::{
     Candidate, Context, Criterion, DimensionHistory, Judgment, Limits, MonitorPoint, Runtime,
     Scoring, Verdict,
 };
@@ -15,7 +15,7 @@ fn score_fixture(rubric: &str) -> Vec<Value> {
     let dir = scratch_dir(&format!("snap-{rubric}"));
     let output = dir.join("out.jsonl");
     let summary = score(&ScoreArgs {
-        rubric: Some(rubric.to_string()),
+        rubric: Some(rubric.into()),
         input: fixture(&format!("{rubric}.jsonl")),
         output: output.clone(),
         threads: Some(1),

@@ -5,7 +5,7 @@ use serde_json::json;
 use verifine::commands::agree::{AgreeArgs, Mode, agree};
 use verifine::commands::plugin::{check, inspect, list};
 use verifine::commands::score::{ScoreArgs, score};
-use verifine::runtime::{Limits, Runtime};
+use verifine_runtime::{Limits, Runtime};
 use verifine_tests::{EXAMPLE_CONCISE, hostile, read_rows, scratch_dir, write_rows};
 
 fn math_args(dir: &std::path::Path) -> ScoreArgs {

@@ -3,7 +3,7 @@
 //! good plugin.
 
 use std::sync::Arc;
-use verifine::runtime::{Limits, Plugin, PluginError, PluginInstance, Runtime, Sample};
+use verifine_runtime::{Limits, Plugin, PluginError, PluginInstance, Runtime, Sample};
 use verifine_tests::{ctx, hostile, sample};
 
 fn runtime() -> Runtime {
@@ -155,7 +155,7 @@ fn wrong_kind_is_refused_where_a_rubric_is_needed() {
     let err = format!(
         "{:#}",
         runtime
-            .load_kind("weighted-sum", verifine::runtime::PluginKind::Rubric)
+            .load_kind("weighted-sum", verifine_runtime::PluginKind::Rubric)
             .err()
             .unwrap()
     );
@@ -167,9 +167,9 @@ fn wrong_kind_is_refused_where_a_rubric_is_needed() {
 
 #[test]
 fn a_trap_fails_only_its_batch_in_a_scoring_run() {
-    use verifine::scoring::{RewardFunction, score_all};
+    use verifine_runtime::scoring::{RewardPlugins, score_all};
     let runtime = runtime();
-    let function = RewardFunction::load(
+    let function = RewardPlugins::load(
         &runtime,
         hostile::PANICKER,
         &serde_json::json!({}),

@@ -5,15 +5,17 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use verifine::hotswap::inbox::{self, Action};
-use verifine::hotswap::revision::Origin;
-use verifine::runtime::{Limits, Runtime, Sample};
-use verifine::scoring::{PluginSlot, RewardFunction};
-use verifine::training::trainer::{TrainConfig, resume, train};
+use verifine::run::{RunConfig, resume, train};
+use verifine_hotswap::Slot;
+use verifine_hotswap::inbox::{self, Action};
+use verifine_hotswap::revision::Origin;
+use verifine_runtime::PluginSlot;
+use verifine_runtime::scoring::RewardPlugins;
+use verifine_runtime::{Limits, Runtime, Sample};
 use verifine_tests::{EXAMPLE_LOOPHOLE, hostile, read_rows, repo_root, scratch_dir};
 
 /// A tiny run: 3 SFT steps, `grpo_steps` GRPO steps, a checkpoint every step.
-fn tiny(rubric: &str, grpo_steps: usize) -> TrainConfig {
+fn tiny(rubric: &str, grpo_steps: usize) -> RunConfig {
     let text = format!(
         r#"
 train_problems = 200
@@ -43,7 +45,7 @@ keep = 50
 canary_size = 60
 "#
     );
-    TrainConfig::from_toml(&text, "tiny").unwrap()
+    RunConfig::from_toml(&text, "tiny").unwrap()
 }
 
 fn events(run: &Path) -> Vec<Value> {
@@ -59,7 +61,14 @@ fn promote(run: &Path, wasm: &[u8], path: &str) -> PathBuf {
     let origin = Origin::Command {
         path: path.to_string(),
     };
-    inbox::submit(run, "rubric", &Action::Promote { origin }, Some(wasm), None).unwrap()
+    inbox::submit(
+        run,
+        Slot::Rubric,
+        &Action::Promote { origin },
+        Some(wasm),
+        None,
+    )
+    .unwrap()
 }
 
 /// A run directory that already holds a config (what `promote` checks), so
@@ -73,19 +82,14 @@ fn run_dir(name: &str) -> PathBuf {
 
 fn score_one(wasm: &Path, response: &str) -> Option<f64> {
     let runtime = Runtime::new(Limits::default()).unwrap();
-    let slot = PluginSlot {
-        plugin: wasm.display().to_string(),
-        config: Default::default(),
-    };
-    let function = RewardFunction::from_slots(&runtime, &slot, None).unwrap();
-    let sample = Sample {
-        id: "bait".into(),
-        prompt: "Start with 3, then add 4. What is the result?".into(),
-        response: response.into(),
-        reference: Some("3 + 4 = 7\n#### 7".into()),
-        context: "{}".into(),
-        metadata: Vec::new(),
-    };
+    let slot = PluginSlot::new(wasm);
+    let function = RewardPlugins::from_slots(&runtime, &slot, None).unwrap();
+    let sample = Sample::new(
+        "bait",
+        "Start with 3, then add 4. What is the result?",
+        response,
+    )
+    .with_reference("3 + 4 = 7\n#### 7");
     function.scorer().unwrap().score_batch(0, 0, &[sample])[0].total
 }
 
@@ -197,7 +201,7 @@ fn trapping_looping_and_worse_candidates_never_go_live() {
 #[test]
 fn a_storm_of_candidates_leaves_the_run_consistent_and_rollback_restores() {
     let run = run_dir("storm");
-    let good = verifine::runtime::spec_bytes("math-answer").unwrap().0;
+    let good = verifine_runtime::spec_bytes("math-answer").unwrap().0;
     let bad = std::fs::read(EXAMPLE_LOOPHOLE).unwrap();
     let started = std::time::Instant::now();
     for i in 0..100 {
@@ -208,7 +212,7 @@ fn a_storm_of_candidates_leaves_the_run_consistent_and_rollback_restores() {
     // every request of the storm is waiting when the run reaches its first
     // step boundary.
     eprintln!("100 candidates submitted in {:?}", started.elapsed());
-    inbox::submit(&run, "rubric", &Action::Rollback, None, None).unwrap();
+    inbox::submit(&run, Slot::Rubric, &Action::Rollback, None, None).unwrap();
     std::fs::remove_file(run.join("config.toml")).unwrap();
     let summary = train(&tiny("math-answer", 1), &run).unwrap();
     assert_eq!(summary.steps, 4);
@@ -225,7 +229,7 @@ fn a_storm_of_candidates_leaves_the_run_consistent_and_rollback_restores() {
         assert_eq!(path, format!("storm-{i}.wasm"));
     }
     // The live revision is still math-answer, with the history capped.
-    let checkpoint = verifine::training::checkpoint::latest(&run.join("checkpoints")).unwrap();
+    let checkpoint = verifine_train::checkpoint::latest(&run.join("checkpoints")).unwrap();
     let state: Value =
         serde_json::from_slice(&std::fs::read(checkpoint.join("state.json")).unwrap()).unwrap();
     let slot = &state["live"]["slots"]["rubric"];
@@ -236,7 +240,7 @@ fn a_storm_of_candidates_leaves_the_run_consistent_and_rollback_restores() {
 #[test]
 fn a_kill_around_a_promotion_resumes_with_exactly_one_revision_live() {
     let run = run_dir("kill-promote");
-    let fixed = verifine::runtime::spec_bytes("math-answer").unwrap().0;
+    let fixed = verifine_runtime::spec_bytes("math-answer").unwrap().0;
     let request = promote(&run, &fixed, "math-answer-again.wasm");
     let saved = scratch_dir("kill-promote-request");
     copy_dir(&request, &saved.join("req"));
@@ -286,7 +290,7 @@ fn a_revision_dropped_into_the_watched_directory_goes_live() {
     let dir = scratch_dir("watched");
     let watch = dir.join("incoming");
     std::fs::create_dir_all(watch.join("rubric")).unwrap();
-    let bytes = verifine::runtime::spec_bytes("math-answer").unwrap().0;
+    let bytes = verifine_runtime::spec_bytes("math-answer").unwrap().0;
     std::fs::write(watch.join("rubric/math-answer.wasm"), &bytes).unwrap();
     let mut config = tiny(EXAMPLE_LOOPHOLE, 1);
     config.hot_swap.watch_dir = Some(watch.clone());

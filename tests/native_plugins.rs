@@ -3,10 +3,10 @@
 //! sandboxed build of the same crate.
 
 use verifine::commands::score::{OutputRow, ScoreArgs, score};
-use verifine::rows::read_samples;
-use verifine::runtime::engine::sha256_hex;
-use verifine::runtime::{Context, Limits, NativePlugin, PluginError, Runtime};
-use verifine::scoring::RewardFunction;
+use verifine_runtime::engine::sha256_hex;
+use verifine_runtime::rows::read_samples;
+use verifine_runtime::scoring::RewardPlugins;
+use verifine_runtime::{Context, Limits, NativePlugin, PluginError, Runtime};
 use verifine_tests::{ctx, fixture, native, read_rows, sample, scratch_dir};
 
 fn spec(path: &str) -> String {
@@ -15,7 +15,7 @@ fn spec(path: &str) -> String {
 
 fn score_fixture(dir: &std::path::Path, rubric: &str, allow_native: bool) -> ScoreArgs {
     ScoreArgs {
-        rubric: Some(rubric.to_string()),
+        rubric: Some(rubric.into()),
         input: fixture("math-answer.jsonl"),
         output: dir.join(format!(
             "{}.jsonl",
@@ -146,7 +146,7 @@ fn a_panic_is_an_error_and_the_plugin_keeps_working() {
     let runtime = Runtime::with_cache(Limits::default(), None)
         .unwrap()
         .allow_native(true);
-    let function = RewardFunction::load(
+    let function = RewardPlugins::load(
         &runtime,
         &spec(native::PANICKER),
         &serde_json::json!({}),
@@ -177,11 +177,11 @@ fn kinds_are_checked_like_components() {
     let runtime = Runtime::with_cache(Limits::default(), None)
         .unwrap()
         .allow_native(true);
-    let err = RewardFunction::load(
+    let err = RewardPlugins::load(
         &runtime,
         "math-answer",
         &serde_json::json!({}),
-        Some(&spec(native::MATH_ANSWER)),
+        Some(spec(native::MATH_ANSWER).into()),
         &serde_json::json!({}),
     )
     .err()

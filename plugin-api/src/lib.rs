@@ -47,7 +47,7 @@ pub use builders::NoConfig;
 pub use host_calls::{judge_model, log};
 
 /// The contract version this SDK was built against (`verifine:plugin@API_VERSION`).
-pub const API_VERSION: &str = "0.1.0";
+pub const API_VERSION: &str = verifine_contract::VERSION;
 
 /// Name of the custom section holding a plugin's metadata.
 pub const METADATA_SECTION: &str = "verifine-plugin";
@@ -342,7 +342,7 @@ pub mod __private {
     pub mod rubric {
         wit_bindgen::generate!({
             world: "rubric",
-            path: "../wit",
+            path: "../wit/v0.1",
             pub_export_macro: true,
             export_macro_name: "export_rubric_world",
             default_bindings_module: "verifine_plugin_api::__private::rubric",
@@ -354,7 +354,7 @@ pub mod __private {
     pub mod aggregator {
         wit_bindgen::generate!({
             world: "aggregator",
-            path: "../wit",
+            path: "../wit/v0.1",
             pub_export_macro: true,
             export_macro_name: "export_aggregator_world",
             default_bindings_module: "verifine_plugin_api::__private::aggregator",
@@ -368,7 +368,7 @@ pub mod __private {
     pub mod curriculum {
         wit_bindgen::generate!({
             world: "curriculum",
-            path: "../wit",
+            path: "../wit/v0.1",
             pub_export_macro: true,
             export_macro_name: "export_curriculum_world",
             default_bindings_module: "verifine_plugin_api::__private::curriculum",
@@ -382,7 +382,7 @@ pub mod __private {
     pub mod trigger {
         wit_bindgen::generate!({
             world: "trigger",
-            path: "../wit",
+            path: "../wit/v0.1",
             pub_export_macro: true,
             export_macro_name: "export_trigger_world",
             default_bindings_module: "verifine_plugin_api::__private::trigger",

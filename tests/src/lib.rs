@@ -82,22 +82,11 @@ pub fn write_rows(path: &Path, rows: &[serde_json::Value]) {
 }
 
 /// A context at step 0 with an empty config table.
-pub fn ctx() -> verifine::runtime::Context {
-    verifine::runtime::Context {
-        step: 0,
-        round: 0,
-        config: "{}".into(),
-    }
+pub fn ctx() -> verifine_runtime::Context {
+    verifine_runtime::Context::empty()
 }
 
 /// A sample to a question whose reference answer is 4.
-pub fn sample(id: &str, response: &str) -> verifine::runtime::Sample {
-    verifine::runtime::Sample {
-        id: id.into(),
-        prompt: "q".into(),
-        response: response.into(),
-        reference: Some("#### 4".into()),
-        context: "{}".into(),
-        metadata: vec![],
-    }
+pub fn sample(id: &str, response: &str) -> verifine_runtime::Sample {
+    verifine_runtime::Sample::new(id, "q", response).with_reference("#### 4")
 }

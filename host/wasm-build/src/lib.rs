@@ -17,8 +17,61 @@ pub const TARGET: &str = "wasm32-wasip2";
 /// A compiled component: the package it came from and where the `.wasm` lies.
 #[derive(Debug, Clone)]
 pub struct Artifact {
+    /// The workspace package it was built from.
     pub package: String,
+    /// The built file.
     pub path: PathBuf,
+}
+
+/// The package names of the crates in the subdirectories of `dir` (e.g.
+/// `plugins/`), sorted, so plugins are discovered rather than listed by hand.
+///
+/// Panics, naming the directory, when a subdirectory is not a crate with a
+/// `[package] name`: everything there is built and embedded, so a stray
+/// directory is a mistake to report, not to skip.
+pub fn discover_packages(dir: &Path) -> Vec<String> {
+    let entries = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("listing plugin crates in {}: {e}", dir.display()));
+    let mut names: Vec<String> = entries
+        .map(|entry| entry.unwrap_or_else(|e| panic!("listing {}: {e}", dir.display())))
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| {
+            let manifest = entry.path().join("Cargo.toml");
+            let text = std::fs::read_to_string(&manifest).unwrap_or_else(|e| {
+                panic!(
+                    "{} is under {} but has no readable Cargo.toml ({e}); every crate there \
+                     is built and embedded, so move anything else elsewhere",
+                    entry.path().display(),
+                    dir.display()
+                )
+            });
+            package_name(&text).unwrap_or_else(|| {
+                panic!(
+                    "{} has no [package] name; every crate under {} is built and embedded",
+                    manifest.display(),
+                    dir.display()
+                )
+            })
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// The `name` of a manifest's `[package]` table (a line-level read: enough
+/// for the manifests of this workspace, without a TOML parser in every build
+/// script).
+fn package_name(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if in_package && let Some(value) = line.strip_prefix("name") {
+            let value = value.trim_start().strip_prefix('=')?.trim();
+            return Some(value.trim_matches('"').to_string());
+        }
+    }
+    None
 }
 
 /// Builds `packages` (workspace package names) in release mode for [`TARGET`]

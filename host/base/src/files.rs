@@ -1,0 +1,168 @@
+//! Reading JSONL with errors that name file:line, and writing outputs so that
+//! a failure never leaves a half-written file.
+
+use serde::de::DeserializeOwned;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A file that could not be read or written; every variant names its path.
+#[derive(Debug, Error)]
+pub enum FileError {
+    /// The operating system refused (open, read, create, rename …).
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        /// What was being done: "opening", "creating", "renaming into" …
+        action: &'static str,
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A line of a JSONL file that is not the expected JSON.
+    #[error("{}:{line}: {message}", path.display())]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl FileError {
+    /// An I/O failure while doing `action` on `path`.
+    pub fn io(action: &'static str, path: &Path, source: std::io::Error) -> Self {
+        FileError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Reads one JSON value per non-blank line. A malformed line is an error
+/// naming `file:line`.
+pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FileError> {
+    let file = std::fs::File::open(path).map_err(|e| FileError::io("opening", path, e))?;
+    let mut rows = Vec::new();
+    for (index, line) in BufReader::new(file).lines().enumerate() {
+        let line_no = index + 1;
+        let line = line.map_err(|e| FileError::Line {
+            path: path.to_path_buf(),
+            line: line_no,
+            message: format!("unreadable line: {e}"),
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row = serde_json::from_str(&line).map_err(|e| FileError::Line {
+            path: path.to_path_buf(),
+            line: line_no,
+            message: e.to_string(),
+        })?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Writes a file through a temporary sibling that is renamed into place only
+/// when `write` succeeds (creating the parent directory if needed); on
+/// failure the temporary is removed and any existing file at `path` is left
+/// untouched.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), FileError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| FileError::io("creating", dir, e))?;
+    }
+    let tmp = temporary_sibling(path);
+    let result = (|| {
+        let file = std::fs::File::create(&tmp).map_err(|e| FileError::io("creating", &tmp, e))?;
+        let mut writer = BufWriter::new(file);
+        let written = write(&mut writer)
+            .and_then(|()| writer.into_inner().map_err(|e| e.into_error()))
+            .and_then(|file| file.sync_all());
+        written.map_err(|e| FileError::io("writing", &tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| FileError::io("renaming into", path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes `rows` as JSONL, atomically.
+pub fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<(), FileError> {
+    write_atomically(path, |w| {
+        for row in rows {
+            serde_json::to_writer(&mut *w, row)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    })
+}
+
+fn temporary_sibling(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".to_string());
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Reads a row id that may be a JSON string or number.
+pub fn id_string(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_line_names_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("verifine-data-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rows.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n\n{\"a\":\n").unwrap();
+        let err = read_jsonl::<serde_json::Value>(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rows.jsonl:3:"), "{err}");
+    }
+
+    #[test]
+    fn creates_missing_parent_directories() {
+        let dir = std::env::temp_dir().join(format!("verifine-parent-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("runs").join("out.jsonl");
+        write_jsonl(&path, &[serde_json::json!({"id": 1})]).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"id\":1}\n");
+    }
+
+    #[test]
+    fn failed_write_leaves_the_old_file() {
+        let dir = std::env::temp_dir().join(format!("verifine-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.jsonl");
+        std::fs::write(&path, "old").unwrap();
+        let result = write_atomically(&path, |w| {
+            w.write_all(b"partial")?;
+            Err(std::io::Error::other("boom"))
+        });
+        assert!(result.is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "temporary file left behind"
+        );
+    }
+}

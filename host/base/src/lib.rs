@@ -1,0 +1,18 @@
+//! The vocabulary every verifine layer shares, and nothing heavy: which
+//! plugin a setting names ([`PluginSpec`], [`PluginSlot`]), which revision
+//! produced a result ([`Provenance`]), the seeded generator behind every
+//! reproducible draw ([`SplitMix64`]), and files that are never left half
+//! written ([`files`]).
+//!
+//! The sandbox runtime (wasmtime) and training (candle) both sit on this
+//! crate, so it depends on neither.
+
+#![warn(missing_docs)]
+
+pub mod files;
+mod plugin;
+mod rng;
+
+pub use files::{FileError, read_jsonl, write_atomically, write_jsonl};
+pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance};
+pub use rng::SplitMix64;

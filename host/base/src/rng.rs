@@ -1,0 +1,34 @@
+//! The seeded generator behind every reproducible draw: bootstrap
+//! resampling, data generation, SFT and prompt draws, sampling.
+
+/// A small, fast, seedable generator (SplitMix64): reproducibility matters
+/// here, not cryptographic quality.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator seeded with `seed`; the same seed gives the same stream.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The generator's whole state: `SplitMix64::new(state)` continues the
+    /// same stream (checkpoints store it for exact resume).
+    pub fn state(&self) -> u64 {
+        self.0
+    }
+
+    /// The next 64 pseudo-random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), by Lemire's multiply-shift.
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+}

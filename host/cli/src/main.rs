@@ -1,0 +1,54 @@
+//! The `verifine` command line: one `Args` struct and one file per command
+//! (`commands/`), so what a flag means is written once.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+use verifine::commands::{agree, plugin, score};
+
+#[derive(Parser)]
+#[command(
+    name = "verifine",
+    version,
+    about = "RL post-training with sandboxed, versioned verification plugins"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Judge a JSONL dataset with a rubric plugin.
+    Score(score::ScoreArgs),
+    /// Agreement of predictions with gold labels, with 95% bootstrap intervals.
+    Agree(agree::AgreeArgs),
+    /// Train a small decoder: SFT warm-up, then GRPO with plugin rewards.
+    #[cfg(feature = "train")]
+    Train(verifine::commands::train::TrainArgs),
+    /// Inspect, check, write, test and promote plugins.
+    Plugin(plugin::PluginArgs),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match Cli::parse().command {
+        Command::Score(args) => score::run(args),
+        Command::Agree(args) => agree::run(args),
+        #[cfg(feature = "train")]
+        Command::Train(args) => verifine::commands::train::run(args),
+        Command::Plugin(args) => plugin::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The file a user writes for `verifine train`: training's tables
+//! ([`TrainConfig`]) plus the host's own, `[limits]` (the plugin sandbox)
+//! and `[hot_swap]` (live revisions). Every table is optional; names follow
+//! TRL / verl where they exist, so configs carry over.
+
+use anyhow::{Context as _, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use verifine_hotswap::agent::AgentConfig;
+use verifine_hotswap::gate::GateConfig;
+use verifine_runtime::Limits;
+use verifine_train::TrainConfig;
+
+/// The default run: `examples/arithmetic/train.toml`, embedded.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../../examples/arithmetic/train.toml");
+
+/// The host's tables beside training's.
+const HOST_TABLES: [&str; 2] = ["limits", "hot_swap"];
+
+/// Live revisions of the reward plugins (`[hot_swap]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HotSwapConfig {
+    /// Previous revisions kept per slot for rollback.
+    pub keep_revisions: usize,
+    /// Labelled canary cases (score input rows plus a boolean `label`);
+    /// `None`: generated from the task.
+    pub canary: Option<PathBuf>,
+    /// Cases generated when no canary file is given.
+    pub canary_size: usize,
+    /// The canary comparison.
+    pub gate: GateConfig,
+    /// A directory watched for candidates: `<dir>/rubric/*.wasm`,
+    /// `<dir>/aggregator/*.wasm` (looked at every step boundary).
+    pub watch_dir: Option<PathBuf>,
+    /// The revision agent, if any.
+    pub agent: AgentConfig,
+}
+
+impl Default for HotSwapConfig {
+    fn default() -> Self {
+        HotSwapConfig {
+            keep_revisions: 5,
+            canary: None,
+            canary_size: 90,
+            gate: GateConfig::default(),
+            watch_dir: None,
+            agent: AgentConfig::default(),
+        }
+    }
+}
+
+/// A whole run as configured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunConfig {
+    /// What training does (its tables sit at the top level of the file).
+    #[serde(flatten)]
+    pub training: TrainConfig,
+    /// Sandbox limits of the plugins.
+    pub limits: Limits,
+    /// Live plugin revisions.
+    pub hot_swap: HotSwapConfig,
+}
+
+impl RunConfig {
+    /// Parses and checks a TOML config; errors name `origin`.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
+        let parsed =
+            Self::parse(text).with_context(|| format!("invalid training config {origin}"))?;
+        parsed
+            .training
+            .validate()
+            .with_context(|| format!("invalid training config {origin}"))?;
+        Ok(parsed)
+    }
+
+    /// Reads and checks a config file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::from_toml(&text, &path.display().to_string())
+    }
+
+    /// The config as `config.toml` in a run directory holds it.
+    pub fn to_toml(&self) -> Result<String> {
+        Ok(toml::to_string_pretty(self)?)
+    }
+
+    fn parse(text: &str) -> Result<Self> {
+        let table: toml::Table = toml::from_str(text)?;
+        // Training's tables are flattened into this struct, where serde cannot
+        // refuse unknown keys; so top-level keys are checked here, against
+        // the ones a default config writes (every top-level field of
+        // TrainConfig is a plain value or table, so all of them appear).
+        let known = toml::Table::try_from(TrainConfig::default())?;
+        for key in table.keys() {
+            if !known.contains_key(key) && !HOST_TABLES.contains(&key.as_str()) {
+                let mut expected: Vec<&str> = known.keys().map(String::as_str).collect();
+                expected.extend(HOST_TABLES);
+                bail!(
+                    "unknown field `{key}`, expected one of {}",
+                    expected.join(", ")
+                );
+            }
+        }
+        Ok(toml::from_str(text)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_config_is_the_default() {
+        let shipped = RunConfig::from_toml(DEFAULT_CONFIG, "default").unwrap();
+        assert_eq!(shipped.training.reward.rubric.plugin, "math-answer");
+        assert_eq!(
+            toml::to_string(&shipped).unwrap(),
+            toml::to_string(&RunConfig::default()).unwrap()
+        );
+    }
+
+    #[test]
+    fn every_shipped_example_config_parses() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/arithmetic");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                RunConfig::load(&path).unwrap();
+                seen += 1;
+            }
+        }
+        assert!(seen >= 3, "train, self-verify and noisy-sft configs");
+    }
+
+    #[test]
+    fn bad_settings_are_refused_with_the_file_named() {
+        let err =
+            RunConfig::from_toml("[sft]\nnoisy_target_share = 1.5\n", "bad.toml").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("bad.toml") && text.contains("noisy_target_share"),
+            "{text}"
+        );
+        let err = RunConfig::from_toml("[grpo]\nstep = 3\n", "typo.toml").unwrap_err();
+        assert!(format!("{err:#}").contains("step"), "{err:#}");
+    }
+
+    #[test]
+    fn unknown_tables_anywhere_are_refused() {
+        for (text, key) in [
+            ("seeed = 1\n", "seeed"),
+            ("[limit]\nmemory_mib = 1\n", "limit"),
+            ("[limits]\nmemory = 1\n", "memory"),
+            ("[hot_swap]\nkeep = 1\n", "keep"),
+            ("[model]\nwidth = 1\n", "width"),
+        ] {
+            let err = RunConfig::from_toml(text, "typo.toml").unwrap_err();
+            let message = format!("{err:#}");
+            assert!(
+                message.contains(key) && message.contains("typo.toml"),
+                "{message}"
+            );
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! A training run wired to plugins: training (`verifine-train`) with the live
+//! reward and the SFT curriculum from the plugin runtime and hot-swap.
+
+pub mod config;
+pub mod plugins;
+
+pub use config::{DEFAULT_CONFIG, HotSwapConfig, RunConfig};
+
+use anyhow::{Context as _, Result};
+use plugins::PluginReward;
+use std::path::Path;
+use verifine_hotswap::gate::CanaryCase;
+use verifine_hotswap::live::LiveReward;
+use verifine_runtime::{Runtime, Sample};
+use verifine_train::hooks::{Host, Progress};
+use verifine_train::task::TaskConfig;
+use verifine_train::{Summary, TrainConfig};
+
+/// Starts a run into `run_dir`, silently (see [`train_with_progress`]).
+pub fn train(config: &RunConfig, run_dir: &Path) -> Result<Summary> {
+    train_with_progress(config, run_dir, Box::new(|_| {}))
+}
+
+/// Starts a run into `run_dir` (which must not hold another run's
+/// checkpoints), telling `progress` about every step.
+pub fn train_with_progress(
+    config: &RunConfig,
+    run_dir: &Path,
+    progress: Box<dyn FnMut(Progress)>,
+) -> Result<Summary> {
+    config.training.validate()?;
+    verifine_train::ensure_new_run_dir(run_dir)?;
+    std::fs::create_dir_all(run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+    let host = host(config, run_dir, progress)?;
+    Ok(verifine_train::train(
+        &config.training,
+        &config.to_toml()?,
+        run_dir,
+        host,
+    )?)
+}
+
+/// Continues the run in `run_dir` from its newest checkpoint, silently.
+pub fn resume(run_dir: &Path) -> Result<Summary> {
+    resume_with_progress(run_dir, Box::new(|_| {}))
+}
+
+/// Continues the run in `run_dir` from its newest checkpoint, with its own
+/// config: the host's tables from `config.toml`, training's from the
+/// checkpoint.
+pub fn resume_with_progress(run_dir: &Path, progress: Box<dyn FnMut(Progress)>) -> Result<Summary> {
+    let training = verifine_train::checkpointed_config(run_dir)?;
+    let config = RunConfig {
+        training,
+        ..RunConfig::load(&run_dir.join("config.toml"))?
+    };
+    let host = host(&config, run_dir, progress)?;
+    Ok(verifine_train::resume(run_dir, host)?)
+}
+
+/// The plugins a run's config names, loaded: the live reward (with its
+/// gate and canary) and the SFT curriculum.
+fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) -> Result<Host> {
+    let swap = &config.hot_swap;
+    let reward = &config.training.reward;
+    let live = LiveReward::new(
+        Runtime::new(config.limits)?,
+        &reward.rubric,
+        reward.aggregator.as_ref(),
+        run_dir,
+        swap.keep_revisions,
+        swap.gate.clone(),
+        canary_cases(config)?,
+    )?;
+    let reward = PluginReward::new(live, swap.clone());
+    let curriculum =
+        plugins::curriculum(reward.runtime(), config.training.sft.curriculum.as_ref())?;
+    Ok(Host {
+        reward: Box::new(reward),
+        curriculum: curriculum.map(|c| Box::new(c) as _),
+        progress,
+    })
+}
+
+/// The canary set: the configured labelled file, or cases generated from
+/// the task (see [`generated_canary`]).
+fn canary_cases(config: &RunConfig) -> Result<Vec<CanaryCase>> {
+    let swap = &config.hot_swap;
+    if let Some(path) = &swap.canary {
+        return Ok(
+            verifine_runtime::rows::read_labelled(path, swap.gate.canary_threshold)?
+                .into_iter()
+                .map(|(sample, label)| CanaryCase { sample, label })
+                .collect(),
+        );
+    }
+    let training: &TrainConfig = &config.training;
+    Ok(generated_canary(
+        training.seed,
+        swap.canary_size,
+        &training.task,
+    ))
+}
+
+/// `n` canary cases generated from the task — right answers, wrong answers,
+/// and wrong answers that mention the right number — as the gate takes them.
+pub fn generated_canary(seed: u64, n: usize, task: &TaskConfig) -> Vec<CanaryCase> {
+    verifine_train::task::canary(seed, n, task)
+        .into_iter()
+        .enumerate()
+        .map(|(i, case)| CanaryCase {
+            sample: Sample::new(format!("canary-{i}"), case.problem.prompt, case.response)
+                .with_reference(case.problem.solution),
+            label: case.label,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,186 @@
+//! Training's hooks, implemented with the plugin runtime and hot-swap: the
+//! live reward (scores with the live revisions, swaps them at step
+//! boundaries) and the SFT curriculum plugin.
+
+use super::config::HotSwapConfig;
+use anyhow::{Context as _, Result, anyhow};
+use std::sync::Arc;
+use verifine_hotswap::live::{LiveReward, LiveState, SwapOutcome};
+use verifine_runtime::{
+    Candidate, Context, Plugin, PluginInstance, PluginKind, PluginSlot, Provenance, Runtime,
+    Sample, Selection,
+};
+use verifine_train::hooks::{
+    Answer, BoundaryOutcome, HookError, Reward, RewardFunction, SftCandidate, SftCurriculum,
+    SftDecision, StepBoundary, StepHook,
+};
+
+/// The run's reward: the live rubric and aggregator revisions, and the swap
+/// point where pending revisions are decided.
+pub struct PluginReward {
+    live: LiveReward,
+    hot_swap: HotSwapConfig,
+    /// Decided at the last boundary; leaves the inbox after the checkpoint.
+    pending: Option<SwapOutcome>,
+}
+
+impl PluginReward {
+    /// Wraps a live reward configured by `hot_swap`.
+    pub fn new(live: LiveReward, hot_swap: HotSwapConfig) -> Self {
+        PluginReward {
+            live,
+            hot_swap,
+            pending: None,
+        }
+    }
+
+    /// The runtime the live revisions were loaded with (other plugins of the
+    /// run load into it too).
+    pub fn runtime(&self) -> &Runtime {
+        self.live.runtime()
+    }
+}
+
+/// A sample of the contract from training's answer.
+fn sample(answer: &Answer) -> Sample {
+    let sample = Sample::new(&answer.id, &answer.prompt, &answer.response);
+    match &answer.reference {
+        Some(reference) => sample.with_reference(reference),
+        None => sample,
+    }
+}
+
+impl RewardFunction for PluginReward {
+    fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
+        let samples: Vec<Sample> = answers.iter().map(sample).collect();
+        self.live
+            .scorer()
+            .score_batch(step as u64, 0, &samples)
+            .into_iter()
+            .map(|scored| Reward {
+                total: scored.total,
+                criteria: scored
+                    .judgment
+                    .iter()
+                    .flat_map(|j| &j.verdicts)
+                    .map(|v| (v.criterion.clone(), v.score))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        self.live.provenance()
+    }
+}
+
+impl StepHook for PluginReward {
+    /// Candidates from the watched directory and (every `agent.every` GRPO
+    /// steps) the revision agent go into the inbox; then every pending
+    /// request is decided.
+    fn at_boundary(&mut self, boundary: StepBoundary) -> Result<BoundaryOutcome, HookError> {
+        if let Some(dir) = &self.hot_swap.watch_dir {
+            self.live.collect_watched(dir)?;
+        }
+        let agent = &self.hot_swap.agent;
+        if !agent.command.is_empty()
+            && boundary.grpo_steps > 0
+            && agent.every > 0
+            && boundary.grpo_steps.is_multiple_of(agent.every)
+            && boundary.step < boundary.total_steps
+        {
+            self.live.ask_agent(agent, boundary.step)?;
+        }
+        let outcome = self.live.swap_point(boundary.step)?;
+        let result = BoundaryOutcome {
+            needs_checkpoint: outcome.any(),
+            reward_changed: outcome.changed,
+        };
+        self.pending = Some(outcome);
+        Ok(result)
+    }
+
+    fn after_checkpoint(&mut self) -> Result<(), HookError> {
+        if let Some(outcome) = self.pending.take() {
+            outcome.finish()?;
+        }
+        Ok(())
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::to_value(self.live.state()).expect("live state serializes")
+    }
+
+    fn restore(&mut self, state: &serde_json::Value, step: usize) -> Result<(), HookError> {
+        let state: LiveState = serde_json::from_value(state.clone())?;
+        self.live.restore(&state, step)?;
+        Ok(())
+    }
+}
+
+/// The SFT curriculum: a curriculum plugin asked about every SFT target.
+pub struct PluginCurriculum {
+    plugin: Arc<Plugin>,
+    /// One instance for the whole pool, as a plugin with state across
+    /// calls expects.
+    instance: PluginInstance,
+    context: Context,
+}
+
+impl PluginCurriculum {
+    /// Loads the curriculum `slot` names.
+    pub fn load(runtime: &Runtime, slot: &PluginSlot) -> Result<Self> {
+        let plugin = runtime
+            .load_kind(&slot.plugin, PluginKind::Curriculum)
+            .with_context(|| format!("loading the SFT curriculum {}", slot.plugin))?;
+        Ok(PluginCurriculum {
+            instance: plugin.instance(),
+            plugin,
+            context: Context::empty().with_config(&slot.config_json()),
+        })
+    }
+}
+
+impl SftCurriculum for PluginCurriculum {
+    fn provenance(&self) -> Provenance {
+        self.plugin.provenance()
+    }
+
+    fn select(&mut self, candidates: &[SftCandidate]) -> Result<Vec<SftDecision>, HookError> {
+        let candidates: Vec<Candidate> = candidates
+            .iter()
+            .map(|c| Candidate {
+                sample_id: c.id.clone(),
+                tags: c.tags.clone(),
+                history: Vec::new(),
+                reward_mean: c.judge_score.unwrap_or(0.0),
+                reward_std: 0.0,
+                rollouts: 0,
+                reference_score: c.judge_score,
+            })
+            .collect();
+        let decisions = self
+            .instance
+            .select(&self.context, &candidates)?
+            .map_err(|e| anyhow!("refused the batch: {e}"))?;
+        Ok(decisions
+            .into_iter()
+            .map(|d| SftDecision {
+                weight: match d.selection {
+                    Selection::Drop => None,
+                    Selection::Keep(w) => Some(w),
+                },
+                reason: d.reason,
+            })
+            .collect())
+    }
+}
+
+/// The loaded curriculum a run's config names, if any.
+pub fn curriculum(
+    runtime: &Runtime,
+    slot: Option<&PluginSlot>,
+) -> Result<Option<PluginCurriculum>> {
+    slot.map(|slot| PluginCurriculum::load(runtime, slot))
+        .transpose()
+}

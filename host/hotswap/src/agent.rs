@@ -1,0 +1,170 @@
+//! Revisions written by an agent: any executable (an LLM agent, a script) is
+//! handed a directory with the live plugin's source, the disputed cases and
+//! instructions, and writes a revised source crate or a component. verifine
+//! builds it when needed; the gate then decides, exactly as for a revision
+//! handed in by a person.
+
+use super::plugin_crate;
+use super::revision::{Origin, RevisionRecord};
+use crate::error::{HotswapError, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// When and how the agent is asked (`[hot_swap.agent]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The executable and its first arguments; the revision directory is
+    /// appended as the last argument. Empty: no agent.
+    pub command: Vec<String>,
+    /// The live rubric's source crate, copied into the revision directory.
+    pub source: Option<PathBuf>,
+    /// Ask every this many GRPO steps (at step boundaries).
+    pub every: usize,
+    /// Ask only when at least this many canary cases are disputed.
+    pub min_disputed: usize,
+    /// The agent is stopped after this long.
+    pub timeout_seconds: u64,
+    /// Where revised crates are compiled (default: see
+    /// [`plugin_crate::target_dir`]).
+    pub build_target_dir: Option<PathBuf>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            command: Vec::new(),
+            source: None,
+            every: 20,
+            min_disputed: 1,
+            timeout_seconds: 600,
+            build_target_dir: None,
+        }
+    }
+}
+
+const INSTRUCTIONS: &str = "\
+# Revise the rubric
+
+`source/` is the live rubric plugin (a Rust crate on verifine-plugin-api);
+`live.json` names the revision. `disputed.jsonl` lists canary cases where its
+reward disagrees with the label (`label`: true = should be rewarded), with the
+reward (`total`), the verdicts and the explanation it gave.
+
+Write either `revised/` (a copy of `source/` with your changes; bump the
+version in Cargo.toml) or `revised.wasm` (a built component). verifine builds
+`revised/` for wasm32-wasip2, then gates the result: it must load, pass any
+snapshot cases it ships (`revised/cases.jsonl` + `revised/snapshots/`), and
+agree with the canary labels at least as well as the live revision. Only then
+does it go live, at a step boundary.
+";
+
+/// What the agent produced.
+pub struct Answer {
+    /// The component, built if the agent wrote source.
+    pub bytes: Vec<u8>,
+    /// Shipped snapshot cases, when the revised crate has them.
+    pub cases: Option<(PathBuf, PathBuf)>,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+/// Prepares `dir`, runs the agent and collects its revision; `Ok(None)` when
+/// it wrote nothing.
+pub fn ask(
+    config: &AgentConfig,
+    dir: &Path,
+    step: usize,
+    live: &RevisionRecord,
+    disputed: &[serde_json::Value],
+) -> Result<Option<Answer>> {
+    let Some((program, args)) = config.command.split_first() else {
+        return Err(HotswapError::Agent(
+            "no revision command configured".to_string(),
+        ));
+    };
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| HotswapError::io("writing", &path, e))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| HotswapError::io("creating", dir, e))?;
+    if let Some(source) = &config.source {
+        plugin_crate::copy_standalone(source, &dir.join("source"))?;
+    }
+    write(
+        "live.json",
+        &serde_json::to_vec_pretty(live).expect("revision records serialize"),
+    )?;
+    verifine_base::files::write_jsonl(&dir.join("disputed.jsonl"), disputed)?;
+    write("INSTRUCTIONS.md", INSTRUCTIONS.as_bytes())?;
+
+    let log_path = dir.join("agent.log");
+    let log_error = |e| HotswapError::io("creating", &log_path, e);
+    let log = std::fs::File::create(&log_path).map_err(log_error)?;
+    let absolute = std::fs::canonicalize(dir).map_err(|e| HotswapError::io("reading", dir, e))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .arg(absolute)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(log_error)?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| {
+            HotswapError::Agent(format!("starting the revision command {program}: {e}"))
+        })?;
+    let deadline = Instant::now() + Duration::from_secs(config.timeout_seconds);
+    let status = loop {
+        let exited = child
+            .try_wait()
+            .map_err(|e| HotswapError::Agent(format!("waiting for {program}: {e}")))?;
+        if let Some(status) = exited {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(HotswapError::Agent(format!(
+                "the revision command ran past {} s and was stopped (log: {})",
+                config.timeout_seconds,
+                log_path.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if !status.success() {
+        return Err(HotswapError::Agent(format!(
+            "the revision command failed with {status} (log: {})",
+            log_path.display()
+        )));
+    }
+    let origin = Origin::Agent {
+        command: config.command.join(" "),
+        step,
+    };
+    let wasm = dir.join("revised.wasm");
+    if wasm.exists() {
+        return Ok(Some(Answer {
+            bytes: std::fs::read(&wasm).map_err(|e| HotswapError::io("reading", &wasm, e))?,
+            cases: None,
+            origin,
+        }));
+    }
+    let revised = dir.join("revised");
+    if revised.join("Cargo.toml").exists() {
+        let target = config
+            .build_target_dir
+            .clone()
+            .unwrap_or_else(plugin_crate::target_dir);
+        let (bytes, _) = plugin_crate::build(&revised, &target)?;
+        let cases = revised.join("cases.jsonl");
+        return Ok(Some(Answer {
+            bytes,
+            cases: cases.exists().then(|| (cases, revised.join("snapshots"))),
+            origin,
+        }));
+    }
+    Ok(None)
+}

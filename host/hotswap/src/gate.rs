@@ -1,0 +1,247 @@
+//! The gate a candidate revision passes before it goes live:
+//! (a) it loads, declares the slot's kind and a compatible API version;
+//! (b) it passes the snapshot cases it ships, if any;
+//! (c) on the run's canary set (labelled cases), its agreement with the labels
+//!     is not worse than the live revision's by more than the margin.
+
+use super::revision::{Origin, Revision, RevisionSlot};
+use crate::error::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use verifine_runtime::cases::{default_aggregator, require_all_match, run_cases};
+use verifine_runtime::scoring::RewardPlugins;
+use verifine_runtime::stats::{agrees, label_agreement};
+use verifine_runtime::{Plugin, PluginKind, Runtime, Sample};
+
+/// A labelled case: the sample and whether a good verifier accepts it.
+#[derive(Debug, Clone)]
+pub struct CanaryCase {
+    /// What the reward function scores.
+    pub sample: Sample,
+    /// The label (gold or human): should the response be rewarded?
+    pub label: bool,
+}
+
+/// Gate settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GateConfig {
+    /// A candidate may agree with the canary labels this much less than the
+    /// live revision and still go live (0: never worse).
+    pub canary_margin: f64,
+    /// A reward at or above this counts as accepting the response.
+    pub canary_threshold: f64,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            canary_margin: 0.0,
+            canary_threshold: 0.5,
+        }
+    }
+}
+
+/// A candidate revision as handed in (by promote, a watched directory or an agent).
+#[derive(Debug, Clone)]
+pub struct Submission {
+    /// Component bytes.
+    pub bytes: Vec<u8>,
+    /// Where it came from.
+    pub origin: Origin,
+    /// Shipped snapshot cases (a cases JSONL and its snapshot directory).
+    pub cases: Option<(PathBuf, PathBuf)>,
+}
+
+/// What the gate decided.
+#[derive(Clone)]
+pub struct GateDecision {
+    /// The loaded revision, when it loaded.
+    pub revision: Option<Revision>,
+    /// Whether it may go live.
+    pub accepted: bool,
+    /// Why not (empty when accepted).
+    pub reasons: Vec<String>,
+    /// Canary agreement of the live revision.
+    pub canary_live: Option<f64>,
+    /// Canary agreement of the candidate.
+    pub canary_candidate: Option<f64>,
+    /// Time spent in the gate.
+    pub millis: f64,
+}
+
+/// Checks candidates against a canary set; remembers agreements by sha256.
+pub struct Gate {
+    config: GateConfig,
+    canary: Vec<CanaryCase>,
+    /// The run's reward function: plugin config tables and whether the
+    /// aggregator decides totals; its plugins are replaced per check.
+    reward: RewardPlugins,
+    agreements: HashMap<(String, String), f64>,
+}
+
+impl Gate {
+    /// A gate over `canary` (may be empty: then (c) is skipped) for a run
+    /// whose reward function is `reward`.
+    pub fn new(config: GateConfig, canary: Vec<CanaryCase>, reward: RewardPlugins) -> Self {
+        Gate {
+            config,
+            canary,
+            reward,
+            agreements: HashMap::new(),
+        }
+    }
+
+    /// Runs the three checks. `slot` is the slot the candidate would fill;
+    /// `other` is the live plugin of the partner slot (the aggregator for a
+    /// rubric and vice versa), so the canary scores the whole reward function.
+    pub fn check(
+        &mut self,
+        runtime: &Runtime,
+        slot: &RevisionSlot,
+        other: &Arc<Plugin>,
+        candidate: &Submission,
+    ) -> GateDecision {
+        let started = Instant::now();
+        let mut verdict = GateDecision {
+            revision: None,
+            accepted: false,
+            reasons: Vec::new(),
+            canary_live: None,
+            canary_candidate: None,
+            millis: 0.0,
+        };
+        match self.checks(runtime, slot, other, candidate, &mut verdict) {
+            Ok(()) => verdict.accepted = verdict.reasons.is_empty(),
+            Err(e) => verdict.reasons.push(format!("{e:#}")),
+        }
+        verdict.millis = started.elapsed().as_secs_f64() * 1e3;
+        verdict
+    }
+
+    fn checks(
+        &mut self,
+        runtime: &Runtime,
+        slot: &RevisionSlot,
+        other: &Arc<Plugin>,
+        candidate: &Submission,
+        verdict: &mut GateDecision,
+    ) -> Result<()> {
+        let origin = format!("{:?}", candidate.origin);
+        let plugin = runtime.load_bytes(&candidate.bytes, &origin)?;
+        verdict.revision = Some(Revision::new(plugin.clone(), candidate.origin.clone()));
+        if plugin.kind() != slot.kind() {
+            verdict.reasons.push(format!(
+                "{} is a {} plugin; this slot takes {} plugins",
+                plugin.metadata.name,
+                plugin.kind(),
+                slot.kind()
+            ));
+            return Ok(());
+        }
+        if let Some((cases, snapshots)) = &candidate.cases {
+            if plugin.kind() == PluginKind::Rubric {
+                let aggregator = default_aggregator(runtime)?;
+                let results = run_cases(&plugin, &aggregator, cases, snapshots, false)?;
+                if let Err(e) = require_all_match(&results) {
+                    verdict.reasons.push(format!("shipped snapshot cases: {e}"));
+                    return Ok(());
+                }
+            } else {
+                verdict
+                    .reasons
+                    .push("snapshot cases are only defined for rubric plugins".to_string());
+                return Ok(());
+            }
+        }
+        if self.canary.is_empty() {
+            return Ok(());
+        }
+        let live = slot.live().plugin.clone();
+        let pair = |p: &Arc<Plugin>| match slot.kind() {
+            PluginKind::Aggregator => (other.clone(), p.clone()),
+            _ => (p.clone(), other.clone()),
+        };
+        let (rubric, aggregator) = pair(&live);
+        let live_agreement = self.agreement(&rubric, &aggregator)?;
+        let (rubric, aggregator) = pair(&plugin);
+        let candidate_agreement = self.agreement(&rubric, &aggregator)?;
+        verdict.canary_live = Some(live_agreement);
+        verdict.canary_candidate = Some(candidate_agreement);
+        if candidate_agreement < live_agreement - self.config.canary_margin {
+            verdict.reasons.push(format!(
+                "canary agreement {candidate_agreement:.3} is below the live revision's \
+                 {live_agreement:.3} by more than the margin {}",
+                self.config.canary_margin
+            ));
+        }
+        Ok(())
+    }
+
+    /// The canary cases where the reward function of `rubric` and
+    /// `aggregator` disagrees with the label, with what it said: the material
+    /// an agent revises from.
+    pub fn disputed(
+        &self,
+        rubric: &Arc<Plugin>,
+        aggregator: &Arc<Plugin>,
+    ) -> Result<Vec<serde_json::Value>> {
+        let scored = self.score_canary(rubric, aggregator)?;
+        Ok(self
+            .canary
+            .iter()
+            .zip(&scored)
+            .filter(|(case, s)| !agrees(s.total, case.label, self.config.canary_threshold))
+            .map(|(case, s)| {
+                let judgment = s.judgment.as_ref();
+                serde_json::json!({
+                    "id": case.sample.id,
+                    "prompt": case.sample.prompt,
+                    "response": case.sample.response,
+                    "reference": case.sample.reference,
+                    "label": case.label,
+                    "total": s.total,
+                    "verdicts": judgment.map(|j| &j.verdicts),
+                    "explanation": judgment.and_then(|j| j.explanation.clone()),
+                    "error": s.error,
+                })
+            })
+            .collect())
+    }
+
+    /// The canary scored by the run's reward function with these plugins.
+    fn score_canary(
+        &self,
+        rubric: &Arc<Plugin>,
+        aggregator: &Arc<Plugin>,
+    ) -> Result<Vec<verifine_runtime::scoring::ScoredSample>> {
+        let function = RewardPlugins {
+            rubric: rubric.clone(),
+            aggregator: aggregator.clone(),
+            ..self.reward.clone()
+        };
+        let samples: Vec<Sample> = self.canary.iter().map(|c| c.sample.clone()).collect();
+        Ok(function.scorer()?.score_batch(0, 0, &samples))
+    }
+
+    /// Share of canary cases where (reward ≥ threshold) equals the label; a
+    /// failed score counts as disagreement.
+    pub fn agreement(&mut self, rubric: &Arc<Plugin>, aggregator: &Arc<Plugin>) -> Result<f64> {
+        let key = (rubric.sha256.clone(), aggregator.sha256.clone());
+        if let Some(a) = self.agreements.get(&key) {
+            return Ok(*a);
+        }
+        let scored = self.score_canary(rubric, aggregator)?;
+        let pairs = self
+            .canary
+            .iter()
+            .zip(&scored)
+            .map(|(c, s)| (s.total, c.label));
+        let agreement = label_agreement(pairs, self.config.canary_threshold).unwrap_or(0.0);
+        self.agreements.insert(key, agreement);
+        Ok(agreement)
+    }
+}

@@ -1,0 +1,447 @@
+//! The live reward function of a run: a rubric slot and an aggregator slot,
+//! the gate, and the swap point where pending requests are decided.
+
+use super::agent::{self, AgentConfig};
+use super::events::{self, Event, EventKind};
+use super::gate::{CanaryCase, Gate, GateConfig, Submission};
+use super::inbox::{self, Action, Request};
+use super::revision::{Origin, Revision, RevisionRecord, RevisionSlot};
+use super::slot::Slot;
+use crate::error::{HotswapError, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use verifine_runtime::scoring::{DEFAULT_AGGREGATOR, RewardPlugins, Scorer};
+use verifine_runtime::{Plugin, PluginSlot, PluginSpec, Provenance, Runtime, spec_bytes};
+
+/// A slot's revisions as a checkpoint records them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlotRecord {
+    /// The live revision.
+    pub live: RevisionRecord,
+    /// Previous revisions, newest first.
+    pub previous: Vec<RevisionRecord>,
+}
+
+/// What a checkpoint keeps of the live reward.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LiveState {
+    /// By slot.
+    pub slots: BTreeMap<Slot, SlotRecord>,
+    /// Inbox requests already decided (their directories may survive a kill
+    /// between the checkpoint and their removal).
+    pub handled: Vec<String>,
+}
+
+/// What one swap point did.
+#[derive(Debug, Default)]
+pub struct SwapOutcome {
+    /// A slot's live revision changed.
+    pub changed: bool,
+    /// Requests decided here; remove them (with [`SwapOutcome::finish`])
+    /// after the checkpoint that records the outcome.
+    pub decided: Vec<Request>,
+    /// Unreadable request directories, to remove likewise.
+    pub unreadable: Vec<PathBuf>,
+}
+
+impl SwapOutcome {
+    /// Whether anything was decided (and a checkpoint should record it).
+    pub fn any(&self) -> bool {
+        !self.decided.is_empty() || !self.unreadable.is_empty()
+    }
+
+    /// Removes the decided requests from the inbox.
+    pub fn finish(self) -> Result<()> {
+        for request in &self.decided {
+            request.done()?;
+        }
+        for dir in &self.unreadable {
+            std::fs::remove_dir_all(dir).map_err(|e| HotswapError::io("removing", dir, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The reward function of a run, with swappable revisions.
+pub struct LiveReward {
+    runtime: Runtime,
+    template: RewardPlugins,
+    rubric: RevisionSlot,
+    aggregator: RevisionSlot,
+    gate: Gate,
+    scorer: Scorer,
+    run_dir: PathBuf,
+    handled: Vec<String>,
+}
+
+impl LiveReward {
+    /// Loads the configured plugins as the first live revisions and stores
+    /// their bytes under `run_dir/revisions/`.
+    pub fn new(
+        runtime: Runtime,
+        rubric: &PluginSlot,
+        aggregator: Option<&PluginSlot>,
+        run_dir: &Path,
+        keep: usize,
+        gate: GateConfig,
+        canary: Vec<CanaryCase>,
+    ) -> Result<Self> {
+        let template = RewardPlugins::from_slots(&runtime, rubric, aggregator)?;
+        let aggregator_spec =
+            aggregator.map_or(PluginSpec::from(DEFAULT_AGGREGATOR), |a| a.plugin.clone());
+        // The template's plugins are the first revisions; their bytes are
+        // kept in the run directory, not loaded a second time.
+        let first_revision = |plugin: &Arc<Plugin>, spec: &PluginSpec| -> Result<Revision> {
+            store_bytes(run_dir, &plugin.sha256, &spec_bytes(spec)?.0)?;
+            Ok(Revision::new(
+                plugin.clone(),
+                Origin::Config {
+                    spec: spec.to_string(),
+                },
+            ))
+        };
+        let rubric_revision = first_revision(&template.rubric, &rubric.plugin)?;
+        let aggregator_revision = first_revision(&template.aggregator, &aggregator_spec)?;
+        let scorer = template.scorer()?;
+        Ok(LiveReward {
+            gate: Gate::new(gate, canary, template.clone()),
+            rubric: RevisionSlot::new(rubric_revision, keep),
+            aggregator: RevisionSlot::new(aggregator_revision, keep),
+            runtime,
+            template,
+            scorer,
+            run_dir: run_dir.to_path_buf(),
+            handled: Vec::new(),
+        })
+    }
+
+    /// The scorer of the live revisions.
+    pub fn scorer(&mut self) -> &mut Scorer {
+        &mut self.scorer
+    }
+
+    /// The runtime the revisions were loaded with (to load other plugins of
+    /// the run into).
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Name, version and sha256 of the live rubric and aggregator.
+    pub fn provenance(&self) -> Vec<Provenance> {
+        vec![
+            self.rubric.live().provenance(),
+            self.aggregator.live().provenance(),
+        ]
+    }
+
+    fn slot(&self, slot: Slot) -> &RevisionSlot {
+        match slot {
+            Slot::Rubric => &self.rubric,
+            Slot::Aggregator => &self.aggregator,
+        }
+    }
+
+    /// Canary agreement of the live reward function.
+    pub fn live_agreement(&mut self) -> Result<f64> {
+        let (rubric, aggregator) = (
+            self.rubric.live().plugin.clone(),
+            self.aggregator.live().plugin.clone(),
+        );
+        self.gate.agreement(&rubric, &aggregator)
+    }
+
+    /// Decides every pending inbox request, in order: gated promotions,
+    /// rollbacks. Records each in `events.jsonl`.
+    pub fn swap_point(&mut self, step: usize) -> Result<SwapOutcome> {
+        let mut outcome = SwapOutcome::default();
+        for request in inbox::pending(&self.run_dir)? {
+            let request = match request {
+                Ok(r) => r,
+                Err(unreadable) => {
+                    self.event(Event {
+                        reasons: vec![unreadable.reason],
+                        ..Event::new(step, unreadable.slot, EventKind::Refused)
+                    })?;
+                    outcome.unreadable.push(unreadable.dir);
+                    continue;
+                }
+            };
+            let name = request_name(&request);
+            if self.handled.contains(&name) {
+                outcome.decided.push(request);
+                continue;
+            }
+            let started = Instant::now();
+            let live_before = self.slot(request.slot).live().record();
+            match &request.action {
+                Action::Promote { origin } => {
+                    let candidate = match request.plugin_bytes() {
+                        Ok(bytes) => Submission {
+                            bytes,
+                            origin: origin.clone(),
+                            cases: request.cases(),
+                        },
+                        Err(e) => {
+                            self.event(Event {
+                                live_before: Some(live_before),
+                                reasons: vec![format!("{e:#}")],
+                                ..Event::new(step, request.slot, EventKind::Refused)
+                            })?;
+                            self.handled.push(name);
+                            outcome.decided.push(request);
+                            continue;
+                        }
+                    };
+                    let changed = self.decide(step, request.slot, candidate, started)?;
+                    outcome.changed |= changed;
+                }
+                Action::Rollback => {
+                    let slot = self.slot(request.slot);
+                    let result = slot.rollback();
+                    let millis = Some(started.elapsed().as_secs_f64() * 1e3);
+                    match result {
+                        Ok(restored) => {
+                            outcome.changed = true;
+                            self.event(Event {
+                                live_before: Some(live_before),
+                                candidate: Some(restored.record()),
+                                millis,
+                                ..Event::new(step, request.slot, EventKind::RolledBack)
+                            })?;
+                        }
+                        Err(e) => self.event(Event {
+                            live_before: Some(live_before),
+                            reasons: vec![format!("{e:#}")],
+                            millis,
+                            ..Event::new(step, request.slot, EventKind::RollbackRefused)
+                        })?,
+                    }
+                }
+            }
+            self.handled.push(name);
+            outcome.decided.push(request);
+        }
+        if outcome.changed {
+            self.rebuild_scorer()?;
+        }
+        Ok(outcome)
+    }
+
+    /// Gates a candidate and makes it live when it passes; returns whether it did.
+    fn decide(
+        &mut self,
+        step: usize,
+        slot_name: Slot,
+        candidate: Submission,
+        started: Instant,
+    ) -> Result<bool> {
+        let other = self.slot(slot_name.partner()).live().plugin.clone();
+        // Fields, not `self.slot`: the gate is borrowed mutably below.
+        let slot = match slot_name {
+            Slot::Rubric => &self.rubric,
+            Slot::Aggregator => &self.aggregator,
+        };
+        let live_before = slot.live().record();
+        let verdict = self.gate.check(&self.runtime, slot, &other, &candidate);
+        let record = verdict.revision.as_ref().map(Revision::record);
+        let base = Event {
+            live_before: Some(live_before),
+            candidate: record,
+            canary_live: verdict.canary_live,
+            canary_candidate: verdict.canary_candidate,
+            ..Event::new(step, slot_name, EventKind::Refused)
+        };
+        let Some(revision) = verdict.revision.filter(|_| verdict.accepted) else {
+            self.event(Event {
+                reasons: verdict.reasons,
+                millis: Some(started.elapsed().as_secs_f64() * 1e3),
+                ..base
+            })?;
+            return Ok(false);
+        };
+        store_bytes(&self.run_dir, &revision.plugin.sha256, &candidate.bytes)?;
+        slot.promote(revision)?;
+        self.event(Event {
+            event: EventKind::Promoted,
+            millis: Some(started.elapsed().as_secs_f64() * 1e3),
+            ..base
+        })?;
+        Ok(true)
+    }
+
+    /// Asks the revision agent at `step`, when canary cases are disputed, and
+    /// puts its revision into the inbox (decided at the next swap point).
+    pub fn ask_agent(&mut self, config: &AgentConfig, step: usize) -> Result<()> {
+        let rubric = self.rubric.live();
+        let aggregator = self.aggregator.live().plugin.clone();
+        let disputed = self.gate.disputed(&rubric.plugin, &aggregator)?;
+        if disputed.len() < config.min_disputed.max(1) {
+            return Ok(());
+        }
+        let dir = self.run_dir.join("agent").join(format!("step-{step:08}"));
+        match agent::ask(config, &dir, step, &rubric.record(), &disputed) {
+            Ok(Some(answer)) => {
+                let cases = answer
+                    .cases
+                    .as_ref()
+                    .map(|(c, s)| (c.as_path(), s.as_path()));
+                inbox::submit(
+                    &self.run_dir,
+                    Slot::Rubric,
+                    &Action::Promote {
+                        origin: answer.origin,
+                    },
+                    Some(&answer.bytes),
+                    cases,
+                )?;
+            }
+            Ok(None) => self.event(Event {
+                reasons: vec![format!("see {}", dir.join("agent.log").display())],
+                ..Event::new(step, Slot::Rubric, EventKind::AgentNoRevision)
+            })?,
+            Err(e) => self.event(Event {
+                reasons: vec![format!("{e:#}")],
+                ..Event::new(step, Slot::Rubric, EventKind::AgentFailed)
+            })?,
+        }
+        Ok(())
+    }
+
+    /// Moves candidates dropped into `watch_dir/<slot>/` into the inbox;
+    /// each file is renamed to `*.taken` once handed in.
+    pub fn collect_watched(&self, watch_dir: &Path) -> Result<()> {
+        for slot in Slot::ALL {
+            let Ok(entries) = std::fs::read_dir(watch_dir.join(slot.as_str())) else {
+                continue;
+            };
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+                .collect();
+            files.sort();
+            for file in files {
+                let bytes =
+                    std::fs::read(&file).map_err(|e| HotswapError::io("reading", &file, e))?;
+                let origin = Origin::Watched {
+                    path: file.display().to_string(),
+                };
+                inbox::submit(
+                    &self.run_dir,
+                    slot,
+                    &Action::Promote { origin },
+                    Some(&bytes),
+                    None,
+                )?;
+                std::fs::rename(&file, file.with_extension("wasm.taken"))
+                    .map_err(|e| HotswapError::io("renaming", &file, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The slots for a checkpoint.
+    pub fn state(&self) -> LiveState {
+        let record = |slot: &RevisionSlot| SlotRecord {
+            live: slot.live().record(),
+            previous: slot.previous().iter().map(|r| r.record()).collect(),
+        };
+        // Only the most recent names matter: older requests are long gone.
+        let handled = self
+            .handled
+            .iter()
+            .rev()
+            .take(1000)
+            .rev()
+            .cloned()
+            .collect();
+        LiveState {
+            slots: BTreeMap::from([
+                (Slot::Rubric, record(&self.rubric)),
+                (Slot::Aggregator, record(&self.aggregator)),
+            ]),
+            handled,
+        }
+    }
+
+    /// Restores the slots a checkpoint recorded, from the bytes under
+    /// `run_dir/revisions/`.
+    pub fn restore(&mut self, state: &LiveState, step: usize) -> Result<()> {
+        for (&slot, record) in &state.slots {
+            let load = |r: &RevisionRecord| -> Result<Revision> {
+                let path = revision_path(&self.run_dir, &r.plugin.sha256);
+                let bytes =
+                    std::fs::read(&path).map_err(|e| HotswapError::io("reading", &path, e))?;
+                let plugin = self
+                    .runtime
+                    .load_bytes(&bytes, &path.display().to_string())?;
+                Ok(Revision {
+                    plugin,
+                    origin: r.origin.clone(),
+                    loaded_at: r.loaded_at,
+                })
+            };
+            let live = load(&record.live)?;
+            let previous = record
+                .previous
+                .iter()
+                .map(load)
+                .collect::<Result<Vec<_>>>()?;
+            self.slot(slot).restore(live, previous);
+        }
+        self.handled = state.handled.clone();
+        self.rebuild_scorer()?;
+        for (&slot, record) in &state.slots {
+            self.event(Event {
+                candidate: Some(record.live.clone()),
+                ..Event::new(step, slot, EventKind::Resumed)
+            })?;
+        }
+        Ok(())
+    }
+
+    fn rebuild_scorer(&mut self) -> Result<()> {
+        let function = RewardPlugins {
+            rubric: self.rubric.live().plugin.clone(),
+            aggregator: self.aggregator.live().plugin.clone(),
+            ..self.template.clone()
+        };
+        self.scorer = function.scorer()?;
+        Ok(())
+    }
+
+    fn event(&self, event: Event) -> Result<()> {
+        events::append(&self.run_dir.join("events.jsonl"), &event)
+    }
+}
+
+fn request_name(request: &Request) -> String {
+    format!(
+        "{}/{}",
+        request.slot,
+        request
+            .dir
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+    )
+}
+
+fn revision_path(run_dir: &Path, sha256: &str) -> PathBuf {
+    run_dir.join("revisions").join(format!("{sha256}.wasm"))
+}
+
+/// Keeps a revision's bytes in the run directory, so a resumed run restores
+/// exactly the revision that was live, wherever its file went.
+fn store_bytes(run_dir: &Path, sha256: &str, bytes: &[u8]) -> Result<()> {
+    let path = revision_path(run_dir, sha256);
+    if path.exists() {
+        return Ok(());
+    }
+    let dir = path.parent().expect("revisions dir");
+    std::fs::create_dir_all(dir).map_err(|e| HotswapError::io("creating", dir, e))?;
+    Ok(verifine_base::files::write_atomically(&path, |w| {
+        w.write_all(bytes)
+    })?)
+}

@@ -1,0 +1,111 @@
+//! Plugin crates as source: copying one somewhere it still builds, and
+//! building it to a component.
+
+use crate::error::{HotswapError, Result};
+use std::path::{Path, PathBuf};
+
+/// Where plugin crates are compiled: `$VERIFINE_PLUGIN_TARGET_DIR`, else a
+/// directory in the user's cache shared by all builds (dependencies are
+/// compiled once).
+pub fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("VERIFINE_PLUGIN_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    verifine_runtime::engine::default_cache_dir()
+        .and_then(|code| code.parent().map(|p| p.join("plugin-target")))
+        .unwrap_or_else(|| std::env::temp_dir().join("verifine-plugin-target"))
+}
+
+/// The package name in `dir/Cargo.toml`.
+pub fn package_name(dir: &Path) -> Result<String> {
+    let (manifest, table) = read_manifest(dir)?;
+    table
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| crate_error(&manifest, "no [package] name"))
+}
+
+/// `dir/Cargo.toml`, parsed.
+fn read_manifest(dir: &Path) -> Result<(PathBuf, toml::Table)> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .map_err(|e| HotswapError::io("reading", &manifest, e))?;
+    let table = toml::from_str(&text).map_err(|e| crate_error(&manifest, e))?;
+    Ok((manifest, table))
+}
+
+fn crate_error(dir: &Path, message: impl std::fmt::Display) -> HotswapError {
+    HotswapError::Crate {
+        dir: dir.to_path_buf(),
+        message: message.to_string(),
+    }
+}
+
+/// Builds the plugin crate in `dir` for wasm32-wasip2 into `target_dir` and
+/// returns the component's bytes and path.
+pub fn build(dir: &Path, target_dir: &Path) -> Result<(Vec<u8>, PathBuf)> {
+    let name = package_name(dir)?;
+    let path = verifine_wasm_build::build_crate(&dir.join("Cargo.toml"), &name, target_dir)
+        .map_err(|e| crate_error(dir, e))?;
+    let bytes = std::fs::read(&path).map_err(|e| HotswapError::io("reading", &path, e))?;
+    Ok((bytes, path))
+}
+
+/// Copies the crate in `source` to `dest` so it builds there on its own:
+/// relative `path` dependencies become absolute, the copy is its own
+/// workspace, and the nearest `Cargo.lock` above `source` comes along so
+/// dependency versions stay those already built. `target/` is not copied.
+pub fn copy_standalone(source: &Path, dest: &Path) -> Result<()> {
+    copy_dir(source, dest)?;
+    let (manifest, mut table) = read_manifest(dest)?;
+    let source =
+        std::fs::canonicalize(source).map_err(|e| HotswapError::io("reading", source, e))?;
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        let Some(deps) = table.get_mut(section).and_then(|d| d.as_table_mut()) else {
+            continue;
+        };
+        for (_, dep) in deps.iter_mut() {
+            if let Some(path) = dep.get_mut("path")
+                && let Some(relative) = path.as_str()
+            {
+                let absolute = source.join(relative);
+                *path = toml::Value::String(absolute.display().to_string());
+            }
+        }
+    }
+    table
+        .entry("workspace")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let text = toml::to_string(&table).map_err(|e| crate_error(&manifest, e))?;
+    std::fs::write(&manifest, text).map_err(|e| HotswapError::io("writing", &manifest, e))?;
+    if !dest.join("Cargo.lock").exists()
+        && let Some(lock) = source
+            .ancestors()
+            .map(|a| a.join("Cargo.lock"))
+            .find(|l| l.exists())
+    {
+        std::fs::copy(&lock, dest.join("Cargo.lock"))
+            .map_err(|e| HotswapError::io("copying", &lock, e))?;
+    }
+    Ok(())
+}
+
+fn copy_dir(source: &Path, dest: &Path) -> Result<()> {
+    std::fs::create_dir_all(dest).map_err(|e| HotswapError::io("creating", dest, e))?;
+    let reading = |e| HotswapError::io("reading", source, e);
+    for entry in std::fs::read_dir(source).map_err(reading)? {
+        let entry = entry.map_err(reading)?;
+        let path = entry.path();
+        let target = dest.join(entry.file_name());
+        if entry.file_type().map_err(reading)?.is_dir() {
+            if entry.file_name() != "target" {
+                copy_dir(&path, &target)?;
+            }
+        } else {
+            std::fs::copy(&path, &target).map_err(|e| HotswapError::io("copying", &path, e))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! `math-answer` scoring per sample, three ways on the same batch of 256 GSM8K
+//! model solutions: the Rust function linked into the bench (`native`), the
+//! same crate as a native plugin loaded with libloading (`native_cdylib`, JSON
+//! across the C ABI), and the component in the WASM sandbox (`wasm`).
+//!
+//! cargo bench -p verifine-runtime --features native --bench math_answer
+//!
+//! The ratios to `native` are the figures that matter (see BENCHMARKS.md);
+//! absolute times depend on the machine. The native plugin is built first
+//! (release, host target) into target/native-plugins.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::hint::black_box;
+use verifine_plugin_api as api;
+use verifine_plugin_api::Rubric;
+use verifine_runtime::{Context, Limits, NativePlugin, Runtime, Sample};
+
+const BATCH: usize = 256;
+const KEYS: [&str; 4] = [
+    "6b_finetuning",
+    "6b_verification",
+    "175b_finetuning",
+    "175b_verification",
+];
+
+/// 256 (question, model solution, reference) triples from the shared GSM8K
+/// file; falls back to generated problems when the file is absent.
+fn rows() -> Vec<(String, String, String, String)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/gsm8k/model_solutions.jsonl");
+    let mut rows = Vec::new();
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        for (i, line) in text.lines().enumerate() {
+            let row: serde_json::Value = serde_json::from_str(line).unwrap();
+            for key in KEYS {
+                rows.push((
+                    format!("{i}/{key}"),
+                    row["question"].as_str().unwrap().to_string(),
+                    row[key]["solution"].as_str().unwrap().to_string(),
+                    row["ground_truth"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+    } else {
+        for i in 0..BATCH {
+            rows.push((
+                i.to_string(),
+                format!("What is {i} + {i} + 3?"),
+                format!(
+                    "{i} + {i} = {}\n{} + 3 = {}\nA: {}",
+                    2 * i,
+                    2 * i,
+                    2 * i + 3,
+                    2 * i + 3
+                ),
+                format!("#### {}", 2 * i + 3),
+            ));
+        }
+    }
+    rows.truncate(BATCH);
+    rows
+}
+
+fn bench(c: &mut Criterion) {
+    let rows = rows();
+    let host_samples: Vec<Sample> = rows
+        .iter()
+        .map(|(id, q, r, reference)| Sample {
+            id: id.clone(),
+            prompt: q.clone(),
+            response: r.clone(),
+            reference: Some(reference.clone()),
+            context: "{}".into(),
+            metadata: vec![],
+        })
+        .collect();
+    let guest_samples: Vec<api::Sample> = rows
+        .iter()
+        .map(|(id, q, r, reference)| api::Sample::new(id, q, r).with_reference(reference))
+        .collect();
+
+    let runtime = Runtime::new(Limits::default()).unwrap();
+    let plugin = runtime.load("math-answer").unwrap();
+    let mut instance = plugin.instance();
+    let host_ctx = Context {
+        step: 0,
+        round: 0,
+        config: "{}".into(),
+    };
+    let guest_ctx = api::Context::at_step(0);
+    let config = math_answer::Config::default();
+
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
+    let library = verifine_wasm_build::build_native_libraries(workspace, &["math-answer"]);
+    let cdylib = NativePlugin::load(&library[0].path, true).unwrap();
+
+    // Same verdicts both ways before timing anything.
+    let wasm = instance.judge(&host_ctx, &host_samples).unwrap();
+    let native = math_answer::MathAnswer::judge_batch(&config, &guest_ctx, &guest_samples);
+    for (w, n) in wasm.iter().zip(&native) {
+        assert_eq!(w.as_ref().unwrap().total, n.as_ref().unwrap().total);
+    }
+    assert_eq!(cdylib.judge(&host_ctx, &host_samples).unwrap(), wasm);
+
+    let mut group = c.benchmark_group("math_answer_batch256");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.bench_function("native", |b| {
+        b.iter(|| {
+            black_box(math_answer::MathAnswer::judge_batch(
+                &config,
+                &guest_ctx,
+                black_box(&guest_samples),
+            ))
+        })
+    });
+    group.bench_function("native_cdylib", |b| {
+        b.iter(|| black_box(cdylib.judge(&host_ctx, black_box(&host_samples)).unwrap()))
+    });
+    group.bench_function("wasm", |b| {
+        b.iter(|| black_box(instance.judge(&host_ctx, black_box(&host_samples)).unwrap()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

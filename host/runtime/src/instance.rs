@@ -1,0 +1,358 @@
+//! Calling a plugin inside its sandbox.
+//!
+//! Each instance owns one store with a memory cap and sets an epoch deadline
+//! before every call. A trap (panic, timeout, memory exhaustion, bad result)
+//! discards the store; the next call instantiates afresh, so one bad input
+//! never poisons the calls after it.
+//!
+//! An instance of a native plugin (see [`super::native`]) has no store: its
+//! calls go straight to the library, with the same result types and checks
+//! but without the sandbox's limits.
+
+use super::bindings::{
+    Candidate, Context, CurriculumDecision, Judgment, MonitorPoint, RubricInfo, Sample, Scoring,
+    TriggerDecision, aggregator, curriculum, rubric, trigger,
+};
+use super::engine::EPOCH_TICK;
+use super::host_state::HostState;
+use super::plugin::{Code, KindPre, Limits, Plugin};
+use std::sync::Arc;
+use thiserror::Error;
+use wasmtime::{Store, StoreLimitsBuilder, Trap};
+
+/// A call that did not produce a result.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum PluginError {
+    /// The call ran past the per-call deadline; the store was discarded.
+    #[error("plugin {plugin} exceeded its time limit of {limit_ms} ms in {call}")]
+    Timeout {
+        /// Name of the plugin called.
+        plugin: String,
+        /// The export that was called (`judge`, `aggregate`, …).
+        call: &'static str,
+        /// The deadline that was exceeded, in milliseconds.
+        limit_ms: u64,
+    },
+    /// The call failed inside the sandbox (panic, memory cap, invalid result);
+    /// the store was discarded. A native plugin's caught panic lands here too.
+    #[error("plugin {plugin} trapped in {call}: {message}")]
+    Trap {
+        /// Name of the plugin called.
+        plugin: String,
+        /// The export that was called.
+        call: &'static str,
+        /// The error chain, with what the plugin wrote to stderr.
+        message: String,
+    },
+    /// No store could be instantiated; the next call tries afresh.
+    #[error("plugin {plugin} could not be instantiated: {message}")]
+    Instantiate {
+        /// Name of the plugin.
+        plugin: String,
+        /// The error chain, with what the plugin wrote to stderr.
+        message: String,
+    },
+    /// The plugin's kind has no such export; nothing ran and the store was kept.
+    #[error("plugin {plugin} is a {kind} plugin and has no `{call}`")]
+    WrongKind {
+        /// Name of the plugin.
+        plugin: String,
+        /// The kind the plugin actually is.
+        kind: String,
+        /// The export that was asked for.
+        call: &'static str,
+    },
+    /// The plugin returned what the contract forbids (e.g. the wrong number of
+    /// results); the store was discarded.
+    #[error("plugin {plugin} broke the contract in {call}: {message}")]
+    Contract {
+        /// Name of the plugin called.
+        plugin: String,
+        /// The export that was called.
+        call: &'static str,
+        /// What was wrong with the result.
+        message: String,
+    },
+}
+
+enum Exports {
+    Rubric(rubric::Rubric),
+    Aggregator(aggregator::Aggregator),
+    Curriculum(curriculum::Curriculum),
+    Trigger(trigger::Trigger),
+}
+
+struct Live {
+    store: Store<HostState>,
+    exports: Exports,
+}
+
+/// One sandboxed instance of a plugin (or a handle on a native one). Not
+/// shared between threads: make one per worker with [`Plugin::instance`].
+pub struct PluginInstance {
+    plugin: Arc<Plugin>,
+    live: Option<Live>,
+    instantiations: u64,
+}
+
+impl PluginInstance {
+    pub(crate) fn new(plugin: Arc<Plugin>) -> Self {
+        PluginInstance {
+            plugin,
+            live: None,
+            instantiations: 0,
+        }
+    }
+
+    /// The plugin this instance runs.
+    pub fn plugin(&self) -> &Arc<Plugin> {
+        &self.plugin
+    }
+
+    /// How many stores this instance has created (1 + the traps it recovered from).
+    pub fn instantiations(&self) -> u64 {
+        self.instantiations
+    }
+
+    /// The sandbox limits; a native plugin has none, and never reaches the
+    /// code that asks (its calls are dispatched before).
+    fn limits(&self) -> Limits {
+        match &self.plugin.code {
+            Code::Wasm(code) => code.limits,
+            #[cfg(feature = "native")]
+            Code::Native(_) => Limits::default(),
+        }
+    }
+
+    fn deadline_ticks(&self) -> u64 {
+        let ticks = self.limits().call_timeout().as_nanos() / EPOCH_TICK.as_nanos();
+        (ticks as u64).max(1)
+    }
+
+    fn instantiate(&mut self) -> Result<Live, PluginError> {
+        let plugin = &self.plugin;
+        #[allow(irrefutable_let_patterns)] // without the `native` feature
+        let Code::Wasm(code) = &plugin.code else {
+            return Err(PluginError::Instantiate {
+                plugin: plugin.metadata.name.clone(),
+                message: "a native plugin has no sandbox to instantiate".to_string(),
+            });
+        };
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(code.limits.memory_bytes())
+            .trap_on_grow_failure(true)
+            .build();
+        let mut store = Store::new(
+            code.engine.engine(),
+            HostState::new(&plugin.metadata.name, limits),
+        );
+        store.limiter(|state| &mut state.limits);
+        store.epoch_deadline_trap();
+        store.set_epoch_deadline(self.deadline_ticks());
+        let exports = match &code.pre {
+            KindPre::Rubric(pre) => pre.instantiate(&mut store).map(Exports::Rubric),
+            KindPre::Aggregator(pre) => pre.instantiate(&mut store).map(Exports::Aggregator),
+            KindPre::Curriculum(pre) => pre.instantiate(&mut store).map(Exports::Curriculum),
+            KindPre::Trigger(pre) => pre.instantiate(&mut store).map(Exports::Trigger),
+        }
+        .map_err(|e| PluginError::Instantiate {
+            plugin: plugin.metadata.name.clone(),
+            message: describe_error(&e, &store.data().stderr_text()),
+        })?;
+        self.instantiations += 1;
+        Ok(Live { store, exports })
+    }
+
+    /// Runs `f` on a live instance under the call deadline; on any failure the
+    /// store is dropped.
+    fn call<R>(
+        &mut self,
+        call: &'static str,
+        f: impl FnOnce(&mut Store<HostState>, &Exports) -> Option<wasmtime::Result<R>>,
+    ) -> Result<R, PluginError> {
+        let mut live = match self.live.take() {
+            Some(live) => live,
+            None => self.instantiate()?,
+        };
+        live.store.set_epoch_deadline(self.deadline_ticks());
+        let name = &self.plugin.metadata.name;
+        match f(&mut live.store, &live.exports) {
+            None => {
+                let kind = self.plugin.kind().to_string();
+                self.live = Some(live);
+                Err(PluginError::WrongKind {
+                    plugin: name.clone(),
+                    kind,
+                    call,
+                })
+            }
+            Some(Ok(value)) => {
+                self.live = Some(live);
+                Ok(value)
+            }
+            Some(Err(e)) => {
+                if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+                    return Err(PluginError::Timeout {
+                        plugin: name.clone(),
+                        call,
+                        limit_ms: self.limits().call_timeout_ms,
+                    });
+                }
+                Err(PluginError::Trap {
+                    plugin: name.clone(),
+                    call,
+                    message: describe_error(&e, &live.store.data().stderr_text()),
+                })
+            }
+        }
+    }
+
+    /// A rubric's name, version and criteria.
+    pub fn describe(&mut self) -> Result<RubricInfo, PluginError> {
+        #[cfg(feature = "native")]
+        if let Some(native) = self.plugin.native() {
+            return native.describe();
+        }
+        self.call("describe", |store, exports| match exports {
+            Exports::Rubric(r) => Some(r.verifine_plugin_rubric_plugin().call_describe(store)),
+            _ => None,
+        })
+    }
+
+    /// Judges a batch: one result per sample, in order.
+    pub fn judge(
+        &mut self,
+        ctx: &Context,
+        samples: &[Sample],
+    ) -> Result<Vec<Result<Judgment, String>>, PluginError> {
+        #[cfg(feature = "native")]
+        if let Some(native) = self.plugin.native() {
+            return native.judge(ctx, samples);
+        }
+        let results = self.call("judge", |store, exports| match exports {
+            Exports::Rubric(r) => Some(
+                r.verifine_plugin_rubric_plugin()
+                    .call_judge(store, ctx, samples),
+            ),
+            _ => None,
+        })?;
+        self.expect_count("judge", results, samples.len())
+    }
+
+    /// Aggregates a batch: one reward (none when undefined, or an error) per item, in order.
+    pub fn aggregate(
+        &mut self,
+        ctx: &Context,
+        items: &[Scoring],
+    ) -> Result<Vec<Result<Option<f64>, String>>, PluginError> {
+        #[cfg(feature = "native")]
+        if let Some(native) = self.plugin.native() {
+            return native.aggregate(ctx, items);
+        }
+        let results = self.call("aggregate", |store, exports| match exports {
+            Exports::Aggregator(a) => Some(
+                a.verifine_plugin_aggregator_plugin()
+                    .call_aggregate(store, ctx, items),
+            ),
+            _ => None,
+        })?;
+        self.expect_count("aggregate", results, items.len())
+    }
+
+    /// Curriculum decisions for a batch of candidates, in order.
+    pub fn select(
+        &mut self,
+        ctx: &Context,
+        candidates: &[Candidate],
+    ) -> Result<Result<Vec<CurriculumDecision>, String>, PluginError> {
+        #[cfg(feature = "native")]
+        if let Some(native) = self.plugin.native() {
+            return native.select(ctx, candidates);
+        }
+        let result = self.call("select", |store, exports| match exports {
+            Exports::Curriculum(c) => Some(
+                c.verifine_plugin_curriculum_plugin()
+                    .call_select(store, ctx, candidates),
+            ),
+            _ => None,
+        })?;
+        match result {
+            Ok(decisions) => self
+                .expect_count("select", decisions, candidates.len())
+                .map(Ok),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    /// Whether the trigger fires at the last point of `history`.
+    pub fn check(
+        &mut self,
+        ctx: &Context,
+        history: &[MonitorPoint],
+    ) -> Result<Result<TriggerDecision, String>, PluginError> {
+        #[cfg(feature = "native")]
+        if let Some(native) = self.plugin.native() {
+            return native.check(ctx, history);
+        }
+        self.call("check", |store, exports| match exports {
+            Exports::Trigger(t) => Some(
+                t.verifine_plugin_trigger_plugin()
+                    .call_check(store, ctx, history),
+            ),
+            _ => None,
+        })
+    }
+
+    /// A result count that differs from the input count is an error, never broadcast.
+    fn expect_count<T>(
+        &mut self,
+        call: &'static str,
+        results: Vec<T>,
+        expected: usize,
+    ) -> Result<Vec<T>, PluginError> {
+        let checked = check_count(&self.plugin.metadata.name, call, results, expected);
+        if checked.is_err() {
+            self.live = None;
+        }
+        checked
+    }
+}
+
+/// A result count that differs from the input count is a contract error,
+/// never broadcast (shared by components and native plugins).
+pub(crate) fn check_count<T>(
+    plugin: &str,
+    call: &'static str,
+    results: Vec<T>,
+    expected: usize,
+) -> Result<Vec<T>, PluginError> {
+    if results.len() == expected {
+        return Ok(results);
+    }
+    Err(PluginError::Contract {
+        plugin: plugin.to_string(),
+        call,
+        message: format!("returned {} results for {expected} inputs", results.len()),
+    })
+}
+
+/// The error chain in one line, with what the plugin wrote to stderr.
+fn describe_error(error: &wasmtime::Error, stderr: &str) -> String {
+    let mut message = format!("{error:#}");
+    if let Some(trap) = error.downcast_ref::<Trap>()
+        && !message.contains(&trap.to_string())
+    {
+        message = format!("{trap}: {message}");
+    }
+    // Keep the first line of the wasm backtrace out of user-facing errors.
+    if let Some(cut) = message.find("\nwasm backtrace") {
+        message.truncate(cut);
+    }
+    if !stderr.is_empty() {
+        message.push_str(&format!(
+            " (plugin stderr: {})",
+            stderr.replace('\n', " | ")
+        ));
+    }
+    message
+}

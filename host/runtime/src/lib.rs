@@ -1,0 +1,32 @@
+//! The plugin runtime: one engine, sandboxed stores, version-checked loading
+//! and provenance for every result; scoring (rubric + aggregator → reward),
+//! the JSONL row formats, snapshot cases and agreement statistics. Knows
+//! nothing of training, serving or hot-swap: those sit above it.
+
+#![warn(missing_docs)]
+
+#[allow(missing_docs)] // generated from wit/, documented there
+pub mod bindings;
+pub mod builders;
+pub mod builtin;
+pub mod cases;
+pub mod engine;
+pub mod error;
+pub mod host_state;
+pub mod instance;
+pub mod metadata;
+#[cfg(feature = "native")]
+pub mod native;
+pub mod plugin;
+pub mod rows;
+pub mod scoring;
+pub mod stats;
+
+pub use bindings::*;
+pub use error::RuntimeError;
+pub use instance::{PluginError, PluginInstance};
+pub use metadata::{HOST_API_VERSION, PluginKind, PluginMetadata};
+#[cfg(feature = "native")]
+pub use native::NativePlugin;
+pub use plugin::{Limits, Plugin, Runtime, spec_bytes};
+pub use verifine_base::{PluginSlot, PluginSpec, Provenance};

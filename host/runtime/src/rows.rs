@@ -1,0 +1,151 @@
+//! The JSONL rows of scoring: what `verifine score` reads (and snapshot
+//! cases and canary sets reuse) and what it writes.
+
+use crate::builders::EMPTY_JSON;
+use crate::error::{Result, RuntimeError};
+use crate::scoring::ScoredSample;
+use crate::{Criterion, Provenance, Sample, SubScore, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use verifine_base::files::{id_string, read_jsonl};
+
+/// One input row.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputRow {
+    id: serde_json::Value,
+    prompt: String,
+    response: String,
+    #[serde(default)]
+    reference: Option<String>,
+    #[serde(default)]
+    context: Option<serde_json::Value>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+    /// A gold or human label (canary sets); ignored when scoring.
+    #[serde(default)]
+    label: Option<serde_json::Value>,
+}
+
+/// One output row: the judgment, the total and where it came from.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OutputRow {
+    /// The input row's id, as a string.
+    pub id: String,
+    /// The reward; `None` on error or when the rubric defines no score.
+    pub total: Option<f64>,
+    /// The rubric's own total, when an explicit aggregator replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric_total: Option<f64>,
+    /// The rubric's verdicts (empty when judging failed).
+    pub verdicts: Vec<Verdict>,
+    /// The rubric's named sub-scores.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_scores: Vec<SubScore>,
+    /// Row-level criteria the verdicts refer to; omitted when they refer to the described ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria: Vec<Criterion>,
+    /// The rubric's overall explanation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    /// The rubric that judged the row.
+    pub plugin: Provenance,
+    /// The aggregator, named only when it produced the total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregator: Option<Provenance>,
+    /// Why the row has no total, when scoring failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Reads score input rows (`id`, `prompt`, `response`, `reference`?, `context`?,
+/// `metadata`?) as samples; errors name `file:line`, and ids must be unique.
+pub fn read_samples(path: &Path) -> Result<Vec<Sample>> {
+    Ok(read_rows(path)?.into_iter().map(|(s, _)| s).collect())
+}
+
+/// Reads labelled rows (a canary set): input rows with a `label` that is a
+/// boolean, or a number counted as true at or above `threshold`.
+pub fn read_labelled(path: &Path, threshold: f64) -> Result<Vec<(Sample, bool)>> {
+    read_rows(path)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, (sample, label))| {
+            let label = match label {
+                Some(serde_json::Value::Bool(b)) => b,
+                Some(serde_json::Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN) >= threshold,
+                other => {
+                    return Err(RuntimeError::Row {
+                        path: path.to_path_buf(),
+                        row: i + 1,
+                        message: format!("`label` must be a boolean or a number, found {other:?}"),
+                    });
+                }
+            };
+            Ok((sample, label))
+        })
+        .collect()
+}
+
+fn read_rows(path: &Path) -> Result<Vec<(Sample, Option<serde_json::Value>)>> {
+    let rows: Vec<InputRow> = read_jsonl(path)?;
+    let mut seen = std::collections::HashSet::new();
+    rows.into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let row_error = |message: String| RuntimeError::Row {
+                path: path.to_path_buf(),
+                row: i + 1,
+                message,
+            };
+            let id = id_string(&row.id)
+                .ok_or_else(|| row_error("id must be a string or number".to_string()))?;
+            if !seen.insert(id.clone()) {
+                return Err(row_error(format!("duplicate id {id:?}")));
+            }
+            let sample = Sample {
+                id,
+                prompt: row.prompt,
+                response: row.response,
+                reference: row.reference,
+                context: row
+                    .context
+                    .map_or_else(|| EMPTY_JSON.to_string(), |c| c.to_string()),
+                metadata: row.metadata.into_iter().collect(),
+            };
+            Ok((sample, row.label))
+        })
+        .collect()
+}
+
+/// The output row of one scored sample.
+pub fn output_row(
+    sample: &Sample,
+    scored: &ScoredSample,
+    rubric: &Provenance,
+    aggregator: &Provenance,
+) -> OutputRow {
+    let judgment = scored.judgment.clone();
+    // Name the aggregator only when it produced the total.
+    let aggregated = judgment
+        .as_ref()
+        .is_some_and(|j| scored.rubric_total.is_some() || j.total.is_none())
+        && scored.error.is_none();
+    let (verdicts, sub_scores, criteria, explanation) = match judgment {
+        Some(j) => (j.verdicts, j.sub_scores, j.criteria, j.explanation),
+        None => Default::default(),
+    };
+    OutputRow {
+        id: sample.id.clone(),
+        total: scored.total,
+        rubric_total: scored.rubric_total,
+        verdicts,
+        sub_scores,
+        criteria,
+        explanation,
+        plugin: rubric.clone(),
+        aggregator: aggregated.then(|| aggregator.clone()),
+        error: scored.error.clone(),
+    }
+}

@@ -1,0 +1,259 @@
+//! A reward function made of a rubric and an aggregator, and batch scoring
+//! spread over worker threads.
+//!
+//! The total of a sample is the aggregator's output when an aggregator was
+//! chosen explicitly; otherwise the rubric's own total, or — for rubrics that
+//! return only verdicts — the default aggregator's (`weighted-sum`).
+
+use crate::error::{Result, RuntimeError};
+use crate::{
+    Context, Criterion, Judgment, Plugin, PluginInstance, PluginKind, Runtime, Sample, Scoring,
+};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use verifine_base::{PluginSlot, PluginSpec};
+
+/// The aggregator used when none is named.
+pub const DEFAULT_AGGREGATOR: &str = "weighted-sum";
+
+/// Which plugins make up the reward, with their config tables (as JSON).
+#[derive(Clone)]
+pub struct RewardPlugins {
+    /// The rubric that judges each sample.
+    pub rubric: Arc<Plugin>,
+    /// The rubric's config table, as the JSON its context carries.
+    pub rubric_config: String,
+    /// The named aggregator, or [`DEFAULT_AGGREGATOR`].
+    pub aggregator: Arc<Plugin>,
+    /// The aggregator's config table, as JSON.
+    pub aggregator_config: String,
+    /// Whether the aggregator was chosen by the user (then it always decides the total).
+    pub aggregator_explicit: bool,
+}
+
+impl RewardPlugins {
+    /// Loads the rubric and the aggregator (the default one when `aggregator` is `None`).
+    pub fn load(
+        runtime: &Runtime,
+        rubric: impl Into<PluginSpec>,
+        rubric_config: &serde_json::Value,
+        aggregator: Option<PluginSpec>,
+        aggregator_config: &serde_json::Value,
+    ) -> Result<Self> {
+        Ok(RewardPlugins {
+            rubric: runtime.load_kind(rubric, PluginKind::Rubric)?,
+            rubric_config: rubric_config.to_string(),
+            aggregator: runtime.load_kind(
+                aggregator
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_AGGREGATOR.into()),
+                PluginKind::Aggregator,
+            )?,
+            aggregator_config: aggregator_config.to_string(),
+            aggregator_explicit: aggregator.is_some(),
+        })
+    }
+
+    /// Loads the plugins named by config slots.
+    pub fn from_slots(
+        runtime: &Runtime,
+        rubric: &PluginSlot,
+        aggregator: Option<&PluginSlot>,
+    ) -> Result<Self> {
+        RewardPlugins::load(
+            runtime,
+            &rubric.plugin,
+            &rubric.config_json(),
+            aggregator.map(|a| a.plugin.clone()),
+            &aggregator.map_or(serde_json::json!({}), PluginSlot::config_json),
+        )
+    }
+
+    /// A scorer with its own plugin instances, for one worker thread.
+    pub fn scorer(&self) -> Result<Scorer> {
+        let mut rubric = self.rubric.instance();
+        let criteria = rubric
+            .describe()
+            .map_err(|error| RuntimeError::Describe {
+                plugin: self.rubric.metadata.name.clone(),
+                error,
+            })?
+            .criteria;
+        Ok(Scorer {
+            function: self.clone(),
+            rubric,
+            aggregator: self.aggregator.instance(),
+            criteria,
+        })
+    }
+}
+
+/// The outcome for one sample. `total` is `None` when scoring failed (see
+/// `error`) or the rubric defines no score for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredSample {
+    /// The reward; `None` on failure (see `error`) or when undefined.
+    pub total: Option<f64>,
+    /// The rubric's own total, when an explicit aggregator replaced it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rubric_total: Option<f64>,
+    /// The rubric's judgment; `None` when judging failed.
+    pub judgment: Option<Judgment>,
+    /// Why there is no total: the rubric's or aggregator's error, or a non-finite total.
+    pub error: Option<String>,
+}
+
+impl ScoredSample {
+    fn failed(error: String) -> Self {
+        ScoredSample {
+            total: None,
+            rubric_total: None,
+            judgment: None,
+            error: Some(error),
+        }
+    }
+}
+
+/// Scores batches through one rubric instance and one aggregator instance.
+pub struct Scorer {
+    function: RewardPlugins,
+    rubric: PluginInstance,
+    aggregator: PluginInstance,
+    criteria: Vec<Criterion>,
+}
+
+impl Scorer {
+    /// Scores one batch; failures are per sample (a trap fails its whole batch).
+    pub fn score_batch(&mut self, step: u64, round: u32, samples: &[Sample]) -> Vec<ScoredSample> {
+        let ctx = |config: &str| Context {
+            step,
+            round,
+            config: config.to_string(),
+        };
+        let judgments = match self
+            .rubric
+            .judge(&ctx(&self.function.rubric_config), samples)
+        {
+            Ok(judgments) => judgments,
+            Err(e) => {
+                return samples
+                    .iter()
+                    .map(|_| ScoredSample::failed(e.to_string()))
+                    .collect();
+            }
+        };
+
+        // Which judged samples need the aggregator, and their inputs.
+        let explicit = self.function.aggregator_explicit;
+        let mut needs_aggregate = Vec::new();
+        let mut items = Vec::new();
+        for (i, judgment) in judgments.iter().enumerate() {
+            if let Ok(j) = judgment
+                && (explicit || j.total.is_none())
+            {
+                let criteria = if j.criteria.is_empty() {
+                    self.criteria.clone()
+                } else {
+                    j.criteria.clone()
+                };
+                needs_aggregate.push(i);
+                items.push(Scoring {
+                    criteria,
+                    judgment: j.clone(),
+                });
+            }
+        }
+        let mut aggregated: Vec<Option<Result<Option<f64>, String>>> = vec![None; samples.len()];
+        if !items.is_empty() {
+            let results = self
+                .aggregator
+                .aggregate(&ctx(&self.function.aggregator_config), &items)
+                .unwrap_or_else(|e| items.iter().map(|_| Err(e.to_string())).collect());
+            for (i, result) in needs_aggregate.into_iter().zip(results) {
+                aggregated[i] = Some(result);
+            }
+        }
+
+        judgments
+            .into_iter()
+            .zip(aggregated)
+            .map(|(judgment, aggregate)| match judgment {
+                Err(e) => ScoredSample::failed(e),
+                Ok(j) => {
+                    let rubric_total = j.total;
+                    let total = match aggregate {
+                        Some(Ok(reward)) => Ok(reward),
+                        Some(Err(e)) => Err(format!("aggregator: {e}")),
+                        None => Ok(rubric_total),
+                    };
+                    let (total, error) = match total {
+                        Ok(Some(t)) if !t.is_finite() => {
+                            (None, Some(format!("non-finite total {t}")))
+                        }
+                        Ok(t) => (t, None),
+                        Err(e) => (None, Some(e)),
+                    };
+                    ScoredSample {
+                        total,
+                        rubric_total: if explicit { rubric_total } else { None },
+                        judgment: Some(j),
+                        error,
+                    }
+                }
+            })
+            .collect()
+    }
+}
+
+/// What one scoring worker returns: the batches it scored, by batch index.
+type WorkerResult = Result<Vec<(usize, Vec<ScoredSample>)>>;
+
+/// Scores every sample in batches of `batch_size` over `threads` workers,
+/// each with its own plugin instances. Results come back in input order;
+/// `on_batch` is called with the number of samples of each finished batch.
+pub fn score_all(
+    function: &RewardPlugins,
+    samples: &[Sample],
+    batch_size: usize,
+    threads: usize,
+    on_batch: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<ScoredSample>> {
+    let batch_size = batch_size.max(1);
+    let batches: Vec<&[Sample]> = samples.chunks(batch_size).collect();
+    let threads = threads.clamp(1, batches.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut per_batch: Vec<Option<Vec<ScoredSample>>> = vec![None; batches.len()];
+
+    let finished: Vec<WorkerResult> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> WorkerResult {
+                    let mut scorer = function.scorer()?;
+                    let mut done = Vec::new();
+                    loop {
+                        let b = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(batch) = batches.get(b) else { break };
+                        let scored = scorer.score_batch(0, 0, batch);
+                        on_batch(batch.len());
+                        done.push((b, scored));
+                    }
+                    Ok(done)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or(Err(RuntimeError::WorkerPanicked)))
+            .collect()
+    });
+    for worker in finished {
+        for (b, scored) in worker? {
+            per_batch[b] = Some(scored);
+        }
+    }
+    Ok(per_batch
+        .into_iter()
+        .flat_map(|b| b.expect("every batch is scored"))
+        .collect())
+}

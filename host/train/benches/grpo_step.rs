@@ -1,0 +1,136 @@
+//! One GRPO step of the candle trainer — rollout (KV-cached sampling) and
+//! update (forward, clipped surrogate, backward, AdamW) — on a fixed batch,
+//! printed as one JSON line in the same shape as `bench/grpo_step_torch.py`,
+//! so `bench/grpo_step.sh` can put the two side by side.
+//!
+//! `cargo bench -p verifine-train --bench grpo_step -- --model default|wide [--iters N]`
+
+use candle_core::{Device, Tensor};
+use candle_nn::VarMap;
+use std::time::Instant;
+use verifine_base::SplitMix64;
+use verifine_train::grpo::{GrpoConfig, LossInputs, loss};
+use verifine_train::model::{Decoder, ModelConfig, sorted_vars};
+use verifine_train::optim::{AdamW, OptimConfig};
+use verifine_train::rollout::{GenerateOptions, Sampling, generate};
+use verifine_train::sequences::{Sequence, batch, log_probs};
+
+const BATCH: usize = 64;
+const PROMPT: usize = 40;
+const COMPLETION: usize = 48;
+
+fn model_config(preset: &str) -> ModelConfig {
+    let (hidden, layers, heads, kv, mlp) = match preset {
+        "default" => (64, 2, 4, 2, 128),
+        "wide" => (256, 4, 8, 2, 704),
+        other => panic!("unknown model preset {other} (default | wide)"),
+    };
+    ModelConfig {
+        vocab_size: 400,
+        hidden_size: hidden,
+        num_layers: layers,
+        num_heads: heads,
+        num_kv_heads: kv,
+        intermediate_size: mlp,
+        max_seq_len: 160,
+        rope_theta: 10_000.0,
+        rms_eps: 1e-6,
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let preset = value("--model").unwrap_or_else(|| "default".to_string());
+    let iters: usize = value("--iters").map_or(5, |v| v.parse().expect("--iters N"));
+    let device = Device::Cpu;
+    let config = model_config(&preset);
+    let varmap = VarMap::new();
+    let model = Decoder::new(config.clone(), &varmap, &device)?;
+    model.reseed(&varmap, 0)?;
+    let mut optimizer = AdamW::new(
+        sorted_vars(&varmap),
+        OptimConfig {
+            learning_rate: 5e-4,
+            warmup_steps: 0,
+            ..OptimConfig::default()
+        },
+    )?;
+    let mut rng = SplitMix64::new(0);
+    let prompts: Vec<Vec<u32>> = (0..BATCH)
+        .map(|_| {
+            (0..PROMPT)
+                .map(|_| rng.below(config.vocab_size) as u32)
+                .collect()
+        })
+        .collect();
+    let advantages: Vec<f32> = (0..BATCH)
+        .map(|_| (rng.below(2001) as f32 - 1000.0) / 1000.0)
+        .collect();
+    let options = GenerateOptions {
+        pad: 0,
+        // Not a token id: rows never stop early, as in the PyTorch reference.
+        stop: config.vocab_size as u32,
+        max_new_tokens: COMPLETION,
+        sampling: Sampling::Temperature(1.0),
+    };
+    let objective = GrpoConfig::default();
+
+    let (mut rollout_times, mut update_times) = (Vec::new(), Vec::new());
+    for i in 0..iters + 2 {
+        let started = Instant::now();
+        let completions = generate(&model, &prompts, options, &mut rng, &device)?;
+        let rollout = started.elapsed().as_secs_f64();
+        assert!(completions.iter().all(|c| c.ids.len() == COMPLETION));
+
+        let started = Instant::now();
+        let sequences: Vec<Sequence> = prompts
+            .iter()
+            .zip(&completions)
+            .map(|(p, c)| Sequence::prompt_response(p, &c.ids))
+            .collect();
+        let b = batch(&sequences, 0, &device)?;
+        let current = log_probs(&model, &b)?;
+        let old = current.detach();
+        let adv = Tensor::new(advantages.as_slice(), &device)?;
+        let inputs = LossInputs {
+            log_probs: &current,
+            old_log_probs: &old,
+            ref_log_probs: None,
+            mask: &b.loss_mask,
+            advantages: &adv,
+        };
+        let (l, _) = loss(&inputs, &objective)?;
+        optimizer.step(&l.backward()?)?;
+        let update = started.elapsed().as_secs_f64();
+        if i >= 2 {
+            rollout_times.push(rollout);
+            update_times.push(update);
+        }
+    }
+    let (rollout, update) = (median(rollout_times), median(update_times));
+    let generated = (BATCH * COMPLETION) as f64;
+    println!(
+        "{}",
+        serde_json::json!({
+            "impl": "candle",
+            "model": preset,
+            "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            "rollout_seconds": rollout,
+            "update_seconds": update,
+            "rollout_tokens_per_second": generated / rollout,
+            "update_tokens_per_second": (BATCH * (PROMPT + COMPLETION)) as f64 / update,
+            "step_tokens_per_second": generated / (rollout + update),
+        })
+    );
+    Ok(())
+}

@@ -1,0 +1,331 @@
+//! What a training run is told to do: one TOML file, every table optional,
+//! names as in TRL / verl where they exist so configs carry over.
+
+use super::grpo::GrpoConfig;
+use super::model::{ComputeDType, ModelConfig};
+use super::optim::OptimConfig;
+use super::task::TaskConfig;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use verifine_base::PluginSlot;
+
+/// Model size (the vocabulary comes from the trained tokenizer).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelSize {
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Decoder blocks.
+    pub num_layers: usize,
+    /// Query heads.
+    pub num_heads: usize,
+    /// Key/value heads.
+    pub num_kv_heads: usize,
+    /// MLP width.
+    pub intermediate_size: usize,
+    /// Longest conversation in tokens.
+    pub max_seq_len: usize,
+    /// Precision of the forward and backward passes; weights and optimizer
+    /// state stay f32 ("master weights").
+    pub compute_dtype: ComputeDType,
+}
+
+impl Default for ModelSize {
+    fn default() -> Self {
+        ModelSize {
+            hidden_size: 64,
+            num_layers: 2,
+            num_heads: 4,
+            num_kv_heads: 2,
+            intermediate_size: 128,
+            max_seq_len: 160,
+            compute_dtype: ComputeDType::F32,
+        }
+    }
+}
+
+impl ModelSize {
+    /// The full model config for a vocabulary of `vocab_size` tokens.
+    pub fn model_config(&self, vocab_size: usize) -> ModelConfig {
+        ModelConfig {
+            vocab_size,
+            hidden_size: self.hidden_size,
+            num_layers: self.num_layers,
+            num_heads: self.num_heads,
+            num_kv_heads: self.num_kv_heads,
+            intermediate_size: self.intermediate_size,
+            max_seq_len: self.max_seq_len,
+            rope_theta: 10_000.0,
+            rms_eps: 1e-6,
+        }
+    }
+}
+
+/// The SFT warm-up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SftConfig {
+    /// Optimizer updates.
+    pub steps: usize,
+    /// Problems per update.
+    pub batch_size: usize,
+    /// Optimizer settings.
+    pub optim: OptimConfig,
+    /// Share of training targets with an arithmetic slip, standing in for
+    /// the wrong solutions real SFT data holds (0 = clean data).
+    pub noisy_target_share: f64,
+    /// A curriculum plugin that keeps, drops or weights each SFT sample
+    /// after the reward rubric judged its target; `None` keeps all.
+    pub curriculum: Option<PluginSlot>,
+}
+
+impl Default for SftConfig {
+    fn default() -> Self {
+        SftConfig {
+            steps: 800,
+            batch_size: 16,
+            optim: OptimConfig {
+                learning_rate: 5e-3,
+                warmup_steps: 20,
+                ..OptimConfig::default()
+            },
+            noisy_target_share: 0.0,
+            curriculum: None,
+        }
+    }
+}
+
+/// What happens to a sample whose reward could not be computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RewardFailure {
+    /// The sample leaves its group's advantage computation.
+    Abstain,
+    /// The sample gets reward 0.
+    Zero,
+}
+
+/// The GRPO phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrpoPhase {
+    /// Optimizer updates.
+    pub steps: usize,
+    /// Distinct prompts per update (each gets `num_generations` completions).
+    pub prompts_per_step: usize,
+    /// Longest completion (per answer turn with self-verification).
+    pub max_new_tokens: usize,
+    /// Sampling temperature of rollouts.
+    pub temperature: f64,
+    /// The objective (TRL names).
+    pub objective: GrpoConfig,
+    /// Optimizer settings.
+    pub optim: OptimConfig,
+    /// Reward failures: abstain or zero.
+    pub on_reward_failure: RewardFailure,
+}
+
+impl Default for GrpoPhase {
+    fn default() -> Self {
+        GrpoPhase {
+            steps: 80,
+            prompts_per_step: 8,
+            max_new_tokens: 48,
+            temperature: 1.0,
+            objective: GrpoConfig::default(),
+            optim: OptimConfig {
+                learning_rate: 5e-4,
+                warmup_steps: 5,
+                ..OptimConfig::default()
+            },
+            on_reward_failure: RewardFailure::Abstain,
+        }
+    }
+}
+
+/// Self-verification rollouts (SVR-R1): answer, verify YES/NO, rethink on NO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SelfVerification {
+    /// Off: plain single-answer rollouts.
+    pub enabled: bool,
+    /// Most answer turns in one rollout (the first answer included).
+    pub max_turns: usize,
+    /// The user turn asking the policy to check its answer.
+    pub verify_prompt: String,
+    /// The user turn appended after a NO (the rethink trigger).
+    pub rethink_prompt: String,
+    /// Longest verification reply.
+    pub max_verify_tokens: usize,
+    /// Share of SFT samples that teach verification (a correct answer
+    /// verified YES, or a slipped one verified NO and redone).
+    pub sft_share: f64,
+}
+
+impl Default for SelfVerification {
+    fn default() -> Self {
+        SelfVerification {
+            enabled: false,
+            max_turns: 2,
+            verify_prompt: "Check the answer. Is it correct? Reply YES or NO.".to_string(),
+            rethink_prompt: "Rethink the problem and solve it again.".to_string(),
+            max_verify_tokens: 4,
+            sft_share: 0.5,
+        }
+    }
+}
+
+/// The reward: a rubric and an optional aggregator from the plugin runtime.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewardConfig {
+    /// The rubric slot (default: built-in `math-answer`).
+    pub rubric: PluginSlot,
+    /// The aggregator slot (default: the rubric's own total).
+    #[serde(default)]
+    pub aggregator: Option<PluginSlot>,
+}
+
+impl Default for RewardConfig {
+    fn default() -> Self {
+        RewardConfig {
+            rubric: PluginSlot::new("math-answer"),
+            aggregator: None,
+        }
+    }
+}
+
+/// When checkpoints are written and how many are kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointConfig {
+    /// A checkpoint every this many steps (SFT and GRPO counted together;
+    /// 0 = only at the end).
+    pub every: usize,
+    /// Newest checkpoints kept; older ones are deleted once a newer one is
+    /// complete.
+    pub keep: usize,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig {
+            every: 200,
+            keep: 2,
+        }
+    }
+}
+
+/// What training is told to do. The host adds its own tables around it
+/// (sandbox limits, hot-swap) in the file users write.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Seeds data, initialization and sampling.
+    pub seed: u64,
+    /// Problem difficulty.
+    pub task: TaskConfig,
+    /// Training problems generated.
+    pub train_problems: usize,
+    /// Held-out problems for greedy accuracy.
+    pub heldout_problems: usize,
+    /// Held-out accuracy is also measured every this many GRPO steps
+    /// (0 = only before and after GRPO).
+    pub eval_every: usize,
+    /// Most tokens in the trained vocabulary.
+    pub vocab_size: usize,
+    /// Model size.
+    pub model: ModelSize,
+    /// SFT warm-up.
+    pub sft: SftConfig,
+    /// GRPO phase.
+    pub grpo: GrpoPhase,
+    /// Self-verification rollouts.
+    pub self_verification: SelfVerification,
+    /// Reward plugins (loaded by the host; training only scores through
+    /// [`crate::hooks::RewardFunction`]).
+    pub reward: RewardConfig,
+    /// Checkpoint schedule.
+    pub checkpoints: CheckpointConfig,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            seed: 0,
+            task: TaskConfig {
+                max_steps: 2,
+                max_operand: 9,
+            },
+            train_problems: 4000,
+            heldout_problems: 200,
+            eval_every: 20,
+            vocab_size: 400,
+            model: ModelSize::default(),
+            sft: SftConfig::default(),
+            grpo: GrpoPhase::default(),
+            self_verification: SelfVerification::default(),
+            reward: RewardConfig::default(),
+            checkpoints: CheckpointConfig::default(),
+        }
+    }
+}
+
+/// A setting that would fail later, or silently mean nothing.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("{0}")]
+pub struct InvalidConfig(pub String);
+
+/// Refuses with `message` unless `condition` holds.
+fn ensure(condition: bool, message: &str) -> Result<(), InvalidConfig> {
+    if condition {
+        Ok(())
+    } else {
+        Err(InvalidConfig(message.to_string()))
+    }
+}
+
+impl TrainConfig {
+    /// Refuses settings that would fail later, or silently mean nothing.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        let share = |x: f64| (0.0..=1.0).contains(&x);
+        ensure(
+            share(self.sft.noisy_target_share),
+            "sft.noisy_target_share must be in [0, 1]",
+        )?;
+        ensure(
+            share(self.self_verification.sft_share),
+            "self_verification.sft_share must be in [0, 1]",
+        )?;
+        ensure(
+            self.self_verification.max_turns >= 1,
+            "self_verification.max_turns must be at least 1",
+        )?;
+        ensure(
+            self.grpo.objective.num_generations >= 2,
+            "grpo.objective.num_generations must be at least 2 (advantages compare within a group)",
+        )?;
+        ensure(
+            self.sft.batch_size >= 1,
+            "sft.batch_size must be at least 1",
+        )?;
+        ensure(
+            self.grpo.temperature > 0.0,
+            "grpo.temperature must be positive",
+        )?;
+        ensure(
+            self.grpo.objective.beta >= 0.0,
+            "grpo.objective.beta must not be negative",
+        )?;
+        ensure(
+            self.checkpoints.keep >= 1,
+            "checkpoints.keep must be at least 1",
+        )?;
+        Ok(())
+    }
+
+    /// SFT and GRPO steps together.
+    pub fn total_steps(&self) -> usize {
+        self.sft.steps + self.grpo.steps
+    }
+}

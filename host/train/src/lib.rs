@@ -1,0 +1,31 @@
+//! Training: the decoder model, the embedded arithmetic task, the SFT and
+//! GRPO objectives, self-verification rollouts, checkpoints and the run
+//! loop. Rewards, the step-boundary hook (hot-swap) and the SFT curriculum
+//! come from the host through [`hooks`]; nothing here knows a plugin or
+//! touches wasmtime.
+//!
+//! Reading order: [`run`] (the lifecycle), `run/grpo_step.rs` (one GRPO
+//! step top to bottom), then [`grpo`], [`conversation`] and [`model`].
+
+#![warn(missing_docs)]
+
+pub mod checkpoint;
+pub mod config;
+pub mod conversation;
+pub mod error;
+pub mod grpo;
+pub mod hooks;
+pub mod metrics_log;
+pub mod model;
+pub mod optim;
+pub mod plot;
+pub mod rollout;
+pub mod run;
+pub mod sequences;
+pub mod sft_data;
+pub mod task;
+pub mod tokenizer;
+
+pub use config::TrainConfig;
+pub use error::TrainError;
+pub use run::{Summary, checkpointed_config, default_run_dir, ensure_new_run_dir, resume, train};

@@ -1,0 +1,103 @@
+//! The decoder's layers, from ops that have a backward pass.
+
+use super::{MASKED, ModelConfig};
+use crate::error::{Result, ensure};
+use candle_core::{D, DType, Device, Tensor};
+
+/// `x · wᵀ` for `x` of any leading shape.
+pub(super) fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    Ok(x.broadcast_matmul(&w.t()?)?)
+}
+
+/// RMSNorm from differentiable ops, in f32 whatever the compute dtype.
+///
+/// Not `candle_nn::ops::rms_norm_slow`: it takes eps as f32 (1e-6 becomes
+/// 9.99999997e-7, which changes every result) and multiplies by the weight in
+/// the compute dtype, where this model keeps the whole norm in f32 under bf16.
+pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
+    let dtype = x.dtype();
+    let x = x.to_dtype(DType::F32)?;
+    let mean_square = x.sqr()?.mean_keepdim(D::Minus1)?;
+    let normed = x.broadcast_div(&(mean_square + eps)?.sqrt()?)?;
+    Ok(normed
+        .broadcast_mul(&weight.to_dtype(DType::F32)?)?
+        .to_dtype(dtype)?)
+}
+
+/// x·σ(x), with σ written out so it has a backward pass.
+///
+/// Not candle's fused `silu` (which has a backward): it computes x / (1 +
+/// e^-x) where this computes x · (1 + e^-x)^-1, which rounds differently, and
+/// the shipped default run's figures are pinned to this rounding. Switching
+/// is a deliberate change of results (see the performance issue).
+pub(super) fn silu(x: &Tensor) -> Result<Tensor> {
+    let sigmoid = (x.neg()?.exp()? + 1.0)?.recip()?;
+    Ok((x * sigmoid)?)
+}
+
+/// cos and sin tables `[max_seq_len, head_dim / 2]`, as `rope_slow` takes them.
+pub(super) fn rotary_tables(config: &ModelConfig, device: &Device) -> Result<(Tensor, Tensor)> {
+    let dim = config.head_dim();
+    let inv_freq: Vec<f32> = (0..dim / 2)
+        .map(|i| 1.0 / config.rope_theta.powf(2.0 * i as f64 / dim as f64) as f32)
+        .collect();
+    let inv_freq = Tensor::new(inv_freq.as_slice(), device)?;
+    let positions = Tensor::arange(0u32, config.max_seq_len as u32, device)?
+        .to_dtype(DType::F32)?
+        .unsqueeze(1)?;
+    let angles = positions.broadcast_mul(&inv_freq.unsqueeze(0)?)?;
+    Ok((angles.cos()?, angles.sin()?))
+}
+
+/// Repeats key/value heads for grouped-query attention.
+pub(super) fn repeat_kv(x: &Tensor, times: usize) -> Result<Tensor> {
+    if times == 1 {
+        return Ok(x.clone());
+    }
+    let (b, kv, seq, dim) = x.dims4()?;
+    Ok(x.unsqueeze(2)?
+        .broadcast_as((b, kv, times, seq, dim))?
+        .reshape((b, kv * times, seq, dim))?)
+}
+
+/// Additive mask `[batch, 1, new, start + new]`: causal, and padding keys
+/// hidden, with the finite [`MASKED`] value.
+pub(super) fn attention_mask(
+    batch: usize,
+    start: usize,
+    new: usize,
+    key_mask: Option<&Tensor>,
+    device: &Device,
+) -> Result<Tensor> {
+    let total = start + new;
+    let keys: Vec<Vec<u32>> = match key_mask {
+        Some(m) => {
+            ensure!(
+                m.dims2()? == (batch, total),
+                "key mask is {:?}, expected [{batch}, {total}]",
+                m.dims()
+            );
+            m.to_dtype(DType::U32)?.to_vec2()?
+        }
+        None => vec![vec![1; total]; batch],
+    };
+    let mut values = Vec::with_capacity(batch * new * total);
+    for row in &keys {
+        for i in 0..new {
+            for (j, key) in row.iter().enumerate() {
+                let visible = j <= start + i && *key != 0;
+                values.push(if visible { 0.0 } else { MASKED });
+            }
+        }
+    }
+    Ok(Tensor::from_vec(values, (batch, 1, new, total), device)?)
+}
+
+/// Log-probability of each target token: `[batch, seq]` from logits
+/// `[batch, seq, vocab]` and targets `[batch, seq]` (u32).
+pub fn token_log_probs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let log_probs = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
+    Ok(log_probs
+        .gather(&targets.unsqueeze(D::Minus1)?.contiguous()?, D::Minus1)?
+        .squeeze(D::Minus1)?)
+}

@@ -1,0 +1,433 @@
+//! A Llama/Qwen2-style decoder written for training with candle.
+//!
+//! RMSNorm, rotary position embeddings (rotate-half), grouped-query
+//! attention, a SwiGLU MLP and tied input/output embeddings. The training path
+//! uses only ops with a backward pass: candle's fused softmax, rms-norm and
+//! rope kernels are custom ops without one and silently drop gradients
+//! (candle issue 2168). So rope is candle-nn's `rope_slow` (a composition of
+//! differentiable ops), softmax / log-softmax come from `candle_nn::ops`
+//! (compositions too), and RMSNorm and SiLU are written out here (see their
+//! comments for why not candle-nn's).
+//!
+//! The layers are in `layers.rs`; weights on disk in `weights.rs`.
+//!
+//! Rollouts call [`Decoder::detached`] first: the copy shares storage with the
+//! variables but records no graph, and [`KvCache`] keeps past keys and values.
+
+mod layers;
+#[cfg(test)]
+mod tests;
+mod weights;
+
+pub use layers::token_log_probs;
+pub use weights::{load_weights, save_weights, sorted_vars};
+
+use crate::error::{Result, ensure};
+use candle_core::{D, DType, Device, Tensor};
+use candle_nn::rotary_emb::rope_slow;
+use candle_nn::{Init, VarBuilder, VarMap};
+use layers::{attention_mask, linear, repeat_kv, rms_norm, rotary_tables, silu};
+use serde::{Deserialize, Serialize};
+use verifine_base::SplitMix64;
+
+/// Added to attention scores of masked positions: finite, so a fully masked
+/// row (padding) gives a uniform distribution instead of NaN.
+pub const MASKED: f32 = -1e9;
+
+/// Precision of the forward and backward passes. Variables and optimizer
+/// state are always f32 ("master weights"); with `bf16` each pass works on a
+/// bf16 copy whose gradients flow back to the f32 variables through the cast.
+/// Norms, softmax and log-softmax run in f32 either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComputeDType {
+    /// Full precision (the CPU default).
+    #[default]
+    F32,
+    /// bfloat16 matrix work (meant for GPUs).
+    Bf16,
+}
+
+impl ComputeDType {
+    /// The candle dtype.
+    pub fn dtype(self) -> DType {
+        match self {
+            ComputeDType::F32 => DType::F32,
+            ComputeDType::Bf16 => DType::BF16,
+        }
+    }
+}
+
+/// Sizes of a decoder, from tiny (tests) to 0.5B-class (GPU).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Tokens in the vocabulary (rows of the tied embedding).
+    pub vocab_size: usize,
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Decoder blocks.
+    pub num_layers: usize,
+    /// Query heads; `hidden_size` must be a multiple.
+    pub num_heads: usize,
+    /// Key/value heads (grouped-query attention); divides `num_heads`.
+    pub num_kv_heads: usize,
+    /// Width of the SwiGLU MLP.
+    pub intermediate_size: usize,
+    /// Longest sequence the rotary tables cover.
+    pub max_seq_len: usize,
+    /// Rotary base frequency.
+    pub rope_theta: f64,
+    /// RMSNorm epsilon.
+    pub rms_eps: f64,
+}
+
+impl ModelConfig {
+    /// A model small enough for gradient checks.
+    pub fn tiny(vocab_size: usize) -> Self {
+        ModelConfig {
+            vocab_size,
+            hidden_size: 16,
+            num_layers: 2,
+            num_heads: 4,
+            num_kv_heads: 2,
+            intermediate_size: 32,
+            max_seq_len: 64,
+            rope_theta: 10_000.0,
+            rms_eps: 1e-6,
+        }
+    }
+
+    /// Qwen2-0.5B's shape, for GPU runs.
+    pub fn qwen2_0_5b_class(vocab_size: usize) -> Self {
+        ModelConfig {
+            vocab_size,
+            hidden_size: 896,
+            num_layers: 24,
+            num_heads: 14,
+            num_kv_heads: 2,
+            intermediate_size: 4864,
+            max_seq_len: 2048,
+            rope_theta: 1_000_000.0,
+            rms_eps: 1e-6,
+        }
+    }
+
+    /// Width of one attention head.
+    pub fn head_dim(&self) -> usize {
+        self.hidden_size / self.num_heads
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!(
+            self.hidden_size.is_multiple_of(self.num_heads),
+            "hidden_size {} is not a multiple of num_heads {}",
+            self.hidden_size,
+            self.num_heads
+        );
+        ensure!(
+            self.num_heads.is_multiple_of(self.num_kv_heads),
+            "num_heads {} is not a multiple of num_kv_heads {}",
+            self.num_heads,
+            self.num_kv_heads
+        );
+        ensure!(
+            self.head_dim().is_multiple_of(2),
+            "head dimension must be even for rotary embeddings"
+        );
+        Ok(())
+    }
+}
+
+struct Block {
+    attn_norm: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    o: Tensor,
+    mlp_norm: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    down: Tensor,
+}
+
+impl Block {
+    fn map(&self, f: impl Fn(&Tensor) -> Tensor) -> Block {
+        self.try_map(|t| Ok(f(t))).expect("infallible")
+    }
+
+    fn try_map(
+        &self,
+        f: impl Fn(&Tensor) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<Block> {
+        Ok(Block {
+            attn_norm: f(&self.attn_norm)?,
+            q: f(&self.q)?,
+            k: f(&self.k)?,
+            v: f(&self.v)?,
+            o: f(&self.o)?,
+            mlp_norm: f(&self.mlp_norm)?,
+            gate: f(&self.gate)?,
+            up: f(&self.up)?,
+            down: f(&self.down)?,
+        })
+    }
+}
+
+/// Keys and values of the positions seen so far, per layer.
+#[derive(Default)]
+pub struct KvCache {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+    /// Positions already in the cache.
+    pub len: usize,
+}
+
+/// The decoder. Weights are tensors of the [`VarMap`] it was built from, so
+/// an optimizer over `varmap.all_vars()` trains it.
+pub struct Decoder {
+    config: ModelConfig,
+    embed: Tensor,
+    blocks: Vec<Block>,
+    final_norm: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+}
+
+impl Decoder {
+    /// A freshly initialized decoder whose weights live in `varmap`.
+    pub fn new(config: ModelConfig, varmap: &VarMap, device: &Device) -> Result<Self> {
+        config.validate()?;
+        let vb = VarBuilder::from_varmap(varmap, DType::F32, device);
+        let (h, kv, i) = (
+            config.hidden_size,
+            config.num_kv_heads * config.head_dim(),
+            config.intermediate_size,
+        );
+        let normal = Init::Randn {
+            mean: 0.0,
+            stdev: 0.02,
+        };
+        // Residual projections start smaller so the stream stays unit-scale.
+        let residual = Init::Randn {
+            mean: 0.0,
+            stdev: 0.02 / (2.0 * config.num_layers as f64).sqrt(),
+        };
+        let ones = Init::Const(1.0);
+        let embed = vb.get_with_hints((config.vocab_size, h), "embed", normal)?;
+        let blocks = (0..config.num_layers)
+            .map(|l| {
+                let vb = vb.pp(format!("layers.{l}"));
+                Ok(Block {
+                    attn_norm: vb.get_with_hints(h, "attn_norm", ones)?,
+                    q: vb.get_with_hints((h, h), "q", normal)?,
+                    k: vb.get_with_hints((kv, h), "k", normal)?,
+                    v: vb.get_with_hints((kv, h), "v", normal)?,
+                    o: vb.get_with_hints((h, h), "o", residual)?,
+                    mlp_norm: vb.get_with_hints(h, "mlp_norm", ones)?,
+                    gate: vb.get_with_hints((i, h), "gate", normal)?,
+                    up: vb.get_with_hints((i, h), "up", normal)?,
+                    down: vb.get_with_hints((h, i), "down", residual)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let final_norm = vb.get_with_hints(h, "final_norm", ones)?;
+        let (cos, sin) = rotary_tables(&config, device)?;
+        Ok(Decoder {
+            config,
+            embed,
+            blocks,
+            final_norm,
+            cos,
+            sin,
+        })
+    }
+
+    /// Re-draws every weight of `varmap` from `seed` with the same
+    /// distributions as [`Decoder::new`], so runs are reproducible: candle's
+    /// CPU generator cannot be seeded.
+    pub fn reseed(&self, varmap: &VarMap, seed: u64) -> Result<()> {
+        let residual_std = 0.02 / (2.0 * self.config.num_layers as f64).sqrt();
+        for (name, var) in sorted_vars(varmap) {
+            let leaf = name.rsplit('.').next().unwrap_or(&name);
+            let count = var.shape().elem_count();
+            let values: Vec<f32> = if leaf.ends_with("norm") {
+                vec![1.0; count]
+            } else {
+                let std = if leaf == "o" || leaf == "down" {
+                    residual_std
+                } else {
+                    0.02
+                };
+                let mut rng = SplitMix64::new(seed ^ fnv1a(&name));
+                (0..count)
+                    .map(|_| (standard_normal(&mut rng) * std) as f32)
+                    .collect()
+            };
+            var.set(&Tensor::from_vec(values, var.shape(), var.device())?)?;
+        }
+        Ok(())
+    }
+
+    /// The model's sizes.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The model computing in `dtype`: the weights are cast (a no-op for
+    /// f32), and the cast is part of the graph, so gradients reach the f32
+    /// variables.
+    pub fn cast(&self, dtype: ComputeDType) -> Result<Decoder> {
+        let dtype = dtype.dtype();
+        let cast = |t: &Tensor| t.to_dtype(dtype);
+        Ok(Decoder {
+            config: self.config.clone(),
+            embed: cast(&self.embed)?,
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| b.try_map(cast))
+                .collect::<candle_core::Result<_>>()?,
+            final_norm: cast(&self.final_norm)?,
+            cos: cast(&self.cos)?,
+            sin: cast(&self.sin)?,
+        })
+    }
+
+    /// A frozen copy with its own storage (the KL reference): later updates
+    /// of the variables do not reach it.
+    pub fn frozen_copy(&self) -> Result<Decoder> {
+        let copy = |t: &Tensor| t.detach().copy();
+        Ok(Decoder {
+            config: self.config.clone(),
+            embed: copy(&self.embed)?,
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| b.try_map(copy))
+                .collect::<candle_core::Result<_>>()?,
+            final_norm: copy(&self.final_norm)?,
+            cos: self.cos.clone(),
+            sin: self.sin.clone(),
+        })
+    }
+
+    /// A copy for rollouts: same storage, no gradient tracking.
+    pub fn detached(&self) -> Decoder {
+        Decoder {
+            config: self.config.clone(),
+            embed: self.embed.detach(),
+            blocks: self.blocks.iter().map(|b| b.map(Tensor::detach)).collect(),
+            final_norm: self.final_norm.detach(),
+            cos: self.cos.clone(),
+            sin: self.sin.clone(),
+        }
+    }
+
+    /// Full-sequence logits `[batch, seq, vocab]` for training. `key_mask`
+    /// (`[batch, seq]`, 1 = token, 0 = padding) hides padding from attention.
+    pub fn forward(&self, ids: &Tensor, key_mask: Option<&Tensor>) -> Result<Tensor> {
+        let mut cache = KvCache::default();
+        self.forward_cached(ids, key_mask, &mut cache)
+    }
+
+    /// Logits for `ids` (`[batch, new]`) following the positions in `cache`,
+    /// which is extended. `key_mask` covers every position so far
+    /// (`[batch, cache.len + new]`).
+    pub fn forward_cached(
+        &self,
+        ids: &Tensor,
+        key_mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
+        let (batch, new) = ids.dims2()?;
+        let start = cache.len;
+        ensure!(
+            start + new <= self.config.max_seq_len,
+            "sequence of {} tokens exceeds max_seq_len {}",
+            start + new,
+            self.config.max_seq_len
+        );
+        if cache.layers.is_empty() {
+            cache.layers = vec![None; self.config.num_layers];
+        }
+        let h = self.config.hidden_size;
+        let mut x = self
+            .embed
+            .index_select(&ids.flatten_all()?, 0)?
+            .reshape((batch, new, h))?;
+        let mask = attention_mask(batch, start, new, key_mask, x.device())?.to_dtype(x.dtype())?;
+        let cos = self.cos.narrow(0, start, new)?;
+        let sin = self.sin.narrow(0, start, new)?;
+        for (block, layer_cache) in self.blocks.iter().zip(cache.layers.iter_mut()) {
+            let attn = self.attention(block, &x, &mask, &cos, &sin, layer_cache)?;
+            x = (x + attn)?;
+            let hn = rms_norm(&x, &block.mlp_norm, self.config.rms_eps)?;
+            let gate = linear(&hn, &block.gate)?;
+            let up = linear(&hn, &block.up)?;
+            let mlp = linear(&(silu(&gate)? * up)?, &block.down)?;
+            x = (x + mlp)?;
+        }
+        cache.len += new;
+        let x = rms_norm(&x, &self.final_norm, self.config.rms_eps)?;
+        Ok(x.broadcast_matmul(&self.embed.t()?)?)
+    }
+
+    fn attention(
+        &self,
+        block: &Block,
+        x: &Tensor,
+        mask: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        cache: &mut Option<(Tensor, Tensor)>,
+    ) -> Result<Tensor> {
+        let (batch, new, _) = x.dims3()?;
+        let (heads, kv_heads, dim) = (
+            self.config.num_heads,
+            self.config.num_kv_heads,
+            self.config.head_dim(),
+        );
+        let hn = rms_norm(x, &block.attn_norm, self.config.rms_eps)?;
+        let split = |t: Tensor, n: usize| -> Result<Tensor> {
+            Ok(t.reshape((batch, new, n, dim))?
+                .transpose(1, 2)?
+                .contiguous()?)
+        };
+        let q = rope_slow(&split(linear(&hn, &block.q)?, heads)?, cos, sin)?;
+        let k = rope_slow(&split(linear(&hn, &block.k)?, kv_heads)?, cos, sin)?;
+        let v = split(linear(&hn, &block.v)?, kv_heads)?;
+        let (k, v) = match cache.take() {
+            Some((past_k, past_v)) => (
+                Tensor::cat(&[&past_k, &k], 2)?,
+                Tensor::cat(&[&past_v, &v], 2)?,
+            ),
+            None => (k, v),
+        };
+        *cache = Some((k.clone(), v.clone()));
+        let k = repeat_kv(&k, heads / kv_heads)?;
+        let v = repeat_kv(&v, heads / kv_heads)?;
+        let scores = (q.matmul(&k.t()?)? / (dim as f64).sqrt())?.broadcast_add(mask)?;
+        let probs = candle_nn::ops::softmax(&scores.to_dtype(DType::F32)?, D::Minus1)?
+            .to_dtype(x.dtype())?;
+        let out = probs
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .reshape((batch, new, heads * dim))?;
+        linear(&out, &block.o)
+    }
+}
+
+/// FNV-1a of a name: a stable per-variable seed offset.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A standard normal draw (Box–Muller).
+fn standard_normal(rng: &mut SplitMix64) -> f64 {
+    let uniform =
+        |rng: &mut SplitMix64| ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    let (u1, u2) = (uniform(rng), uniform(rng));
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}

@@ -1,0 +1,69 @@
+//! The schema of `metrics.jsonl`: one line per step and per evaluation.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use verifine_base::Provenance;
+
+/// Which part of a run a metrics line reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// An SFT update.
+    #[default]
+    Sft,
+    /// A GRPO update.
+    Grpo,
+    /// A held-out evaluation.
+    Eval,
+}
+
+/// One line of `metrics.jsonl`; absent fields are left out.
+#[derive(Debug, Default, Serialize)]
+pub struct MetricsLine<'a> {
+    /// What the line reports.
+    pub phase: Phase,
+    /// Steps completed before this one (SFT and GRPO together).
+    pub step: usize,
+    /// The training loss.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss: Option<f64>,
+    /// The learning rate of this update.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learning_rate: Option<f64>,
+    /// Gradient norm before clipping.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grad_norm: Option<f64>,
+    /// Mean reward of the rollouts that got one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reward_mean: Option<f64>,
+    /// Rollouts whose reward could not be computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reward_failures: Option<usize>,
+    /// Mean score per rubric criterion.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub criteria: BTreeMap<String, f64>,
+    /// The k3 KL estimate to the reference (`beta > 0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kl: Option<f64>,
+    /// Mean answer turns (self-verification).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_turns: Option<f64>,
+    /// Verification replies that said NO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdicts_no: Option<usize>,
+    /// Verification replies that said neither YES nor NO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdicts_unclear: Option<usize>,
+    /// Completion tokens per second of this step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_second: Option<f64>,
+    /// Held-out accuracy, pure run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heldout_accuracy: Option<f64>,
+    /// Held-out accuracy with final verification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heldout_accuracy_fv: Option<f64>,
+    /// The plugin revisions behind the numbers.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub plugins: &'a [Provenance],
+}

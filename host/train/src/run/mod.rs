@@ -1,0 +1,442 @@
+//! A training run: tokenizer → SFT warm-up (samples chosen by an optional
+//! curriculum) → GRPO with the host's rewards (optionally with
+//! self-verification rollouts), with held-out accuracy along the way,
+//! periodic checkpoints and exact resume.
+//!
+//! A run directory holds `config.toml` (written by the host), `tokenizer.json`,
+//! `metrics.jsonl` (appended per step), `sft_selection.jsonl`,
+//! `checkpoints/step-NNNNNNNN/`, `reference.safetensors` (when `beta > 0`),
+//! and at the end `model.safetensors`, `summary.json`, `report.md` and
+//! `plot.png`.
+//!
+//! Everything a later step depends on — weights, optimizer moments, the
+//! sampling generator, the step, the held-out accuracy after SFT, the line
+//! count of `metrics.jsonl`, the host hook's state — is in a checkpoint, so a
+//! resumed run takes the same steps as an uninterrupted one and ends with the
+//! same weights.
+//!
+//! This module is the lifecycle; one step of each phase is in [`sft_step`]
+//! and [`grpo_step`], evaluation in [`evaluation`], the outputs at the end in
+//! [`report`].
+
+mod evaluation;
+mod grpo_step;
+pub mod metrics;
+mod report;
+mod sft_step;
+
+pub use evaluation::Evaluation;
+pub use report::Summary;
+
+use crate::checkpoint;
+use crate::config::TrainConfig;
+use crate::error::{Result, TrainError, bail, ensure};
+use crate::hooks::{Host, Progress, SftCurriculum, StepBoundary};
+use crate::metrics_log::MetricsLog;
+use crate::model::{Decoder, load_weights, save_weights, sorted_vars};
+use crate::optim::AdamW;
+use crate::sequences::{Sequence, SequenceBatch, batch};
+use crate::sft_data::SftPool;
+use crate::task::{Problem, splits};
+use crate::tokenizer::ChatTokenizer;
+use candle_core::Device;
+use candle_nn::VarMap;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use verifine_base::{Provenance, SplitMix64, write_atomically, write_jsonl};
+
+/// Running totals of the GRPO phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct GrpoTotals {
+    tokens: usize,
+    seconds: f64,
+    plugin_seconds: f64,
+    rollouts: usize,
+    turns: usize,
+}
+
+/// The state a checkpoint carries besides weights and optimizer moments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RunState {
+    config: TrainConfig,
+    /// Steps completed (SFT and GRPO together).
+    step: usize,
+    /// The sampling generator (SFT draws, prompt draws, rollouts).
+    rng: u64,
+    /// Set once SFT has ended; its optimizer is then the GRPO one.
+    accuracy_sft: Option<Evaluation>,
+    optimizer_steps: usize,
+    metrics_lines: usize,
+    totals: GrpoTotals,
+    wall_seconds: f64,
+    /// The SFT curriculum that chose the samples (it is asked again on resume).
+    curriculum: Option<Provenance>,
+    /// The host's live reward: its step hook's own record (live revisions,
+    /// decided requests …).
+    live: serde_json::Value,
+}
+
+/// Starts a run into `run_dir` (which must not hold another run's
+/// checkpoints) and returns the summary. `saved_config` is the whole config
+/// as the host read it (it may hold more tables than training's), saved as
+/// `config.toml`.
+pub fn train(
+    config: &TrainConfig,
+    saved_config: &str,
+    run_dir: &Path,
+    host: Host,
+) -> Result<Summary> {
+    config.validate()?;
+    ensure_new_run_dir(run_dir)?;
+    std::fs::create_dir_all(run_dir).map_err(|e| TrainError::io("creating", &run_dir, e))?;
+    write_atomically(&run_dir.join("config.toml"), |w| {
+        w.write_all(saved_config.as_bytes())
+    })?;
+    let mut run = Run::start(config.clone(), run_dir, host)?;
+    run.execute()
+}
+
+/// Refuses a directory that already holds a run's checkpoints.
+pub fn ensure_new_run_dir(run_dir: &Path) -> Result<()> {
+    ensure!(
+        checkpoint::latest(&run_dir.join("checkpoints")).is_none(),
+        "{} already holds a run; continue it with `verifine train --resume {}` or choose another --run-dir",
+        run_dir.display(),
+        run_dir.display()
+    );
+    Ok(())
+}
+
+/// Continues the run in `run_dir` from its newest complete checkpoint.
+pub fn resume(run_dir: &Path, host: Host) -> Result<Summary> {
+    let latest = latest_checkpoint(run_dir)?;
+    let mut run = Run::restore(run_dir, &latest, host)?;
+    run.execute()
+}
+
+/// The training config a run's newest checkpoint holds (what a resumed run
+/// continues with).
+pub fn checkpointed_config(run_dir: &Path) -> Result<TrainConfig> {
+    let state: RunState = checkpoint::read_state(&latest_checkpoint(run_dir)?)?;
+    Ok(state.config)
+}
+
+fn latest_checkpoint(run_dir: &Path) -> Result<PathBuf> {
+    checkpoint::latest(&run_dir.join("checkpoints")).ok_or_else(|| {
+        TrainError::Invalid(format!(
+            "{} has no complete checkpoint to resume from",
+            run_dir.display()
+        ))
+    })
+}
+
+/// A run in progress.
+struct Run {
+    config: TrainConfig,
+    run_dir: PathBuf,
+    device: Device,
+    varmap: VarMap,
+    model: Decoder,
+    reference: Option<Decoder>,
+    tokenizer: ChatTokenizer,
+    train_set: Vec<Problem>,
+    heldout: Vec<Problem>,
+    pool: SftPool,
+    host: Host,
+    plugins: Vec<Provenance>,
+    rng: SplitMix64,
+    optimizer: AdamW,
+    log: MetricsLog,
+    step: usize,
+    accuracy_sft: Option<Evaluation>,
+    totals: GrpoTotals,
+    wall_before: f64,
+    started: Instant,
+    resumed_from: Option<usize>,
+}
+
+impl Run {
+    fn start(config: TrainConfig, run_dir: &Path, host: Host) -> Result<Self> {
+        let (train_set, _) = splits(config.seed, config.train_problems, 0, &config.task);
+        let mut corpus: Vec<&str> = train_set
+            .iter()
+            .flat_map(|p| [p.prompt.as_str(), p.solution.as_str()])
+            .collect();
+        let svr = &config.self_verification;
+        if svr.enabled {
+            corpus.extend([
+                svr.verify_prompt.as_str(),
+                svr.rethink_prompt.as_str(),
+                "YES",
+                "NO",
+            ]);
+        }
+        let tokenizer = ChatTokenizer::train(&corpus, config.vocab_size)?;
+        tokenizer.save(&run_dir.join("tokenizer.json"))?;
+        let log = MetricsLog::create(&run_dir.join("metrics.jsonl"))?;
+        let run = Run::assemble(config, run_dir, tokenizer, log, host)?;
+        run.model.reseed(&run.varmap, run.config.seed)?;
+        Ok(run)
+    }
+
+    fn restore(run_dir: &Path, checkpoint_dir: &Path, host: Host) -> Result<Self> {
+        let state: RunState = checkpoint::read_state(checkpoint_dir)?;
+        let tokenizer = ChatTokenizer::load(&run_dir.join("tokenizer.json"))?;
+        let log = MetricsLog::resume(&run_dir.join("metrics.jsonl"), state.metrics_lines)?;
+        let mut run = Run::assemble(state.config.clone(), run_dir, tokenizer, log, host)?;
+        if let (Some(now), Some(then)) = (&run.pool.curriculum, &state.curriculum) {
+            ensure!(
+                now.sha256 == then.sha256,
+                "the SFT curriculum changed since the checkpoint: it was {} {} (sha256 {}), \
+                 now {} {} (sha256 {}); an exact resume needs the same revision",
+                then.name,
+                then.version,
+                then.sha256,
+                now.name,
+                now.version,
+                now.sha256
+            );
+        }
+        run.host
+            .reward
+            .restore(&state.live, state.step)
+            .map_err(|error| TrainError::Hook {
+                context: "restoring the step hook's state".to_string(),
+                error,
+            })?;
+        run.refresh_plugins();
+        let (moments, _): (_, serde_json::Value) =
+            checkpoint::load(checkpoint_dir, &mut run.varmap, &run.device)?;
+        if state.accuracy_sft.is_some() {
+            run.enter_grpo()?;
+        }
+        run.optimizer.restore(&moments, state.optimizer_steps)?;
+        run.step = state.step;
+        run.rng = SplitMix64::new(state.rng);
+        run.accuracy_sft = state.accuracy_sft;
+        run.totals = state.totals;
+        run.wall_before = state.wall_seconds;
+        run.resumed_from = Some(state.step);
+        tracing::info!(step = state.step, checkpoint = %checkpoint_dir.display(), "resuming");
+        Ok(run)
+    }
+
+    /// Everything both a fresh and a resumed run need.
+    fn assemble(
+        config: TrainConfig,
+        run_dir: &Path,
+        tokenizer: ChatTokenizer,
+        log: MetricsLog,
+        mut host: Host,
+    ) -> Result<Self> {
+        let device = device()?;
+        let (train_set, heldout) = splits(
+            config.seed,
+            config.train_problems,
+            config.heldout_problems,
+            &config.task,
+        );
+        let varmap = VarMap::new();
+        let model = Decoder::new(
+            config.model.model_config(tokenizer.vocab_size()),
+            &varmap,
+            &device,
+        )?;
+        let pool = SftPool::build(
+            &train_set,
+            config.sft.noisy_target_share,
+            host.curriculum
+                .as_mut()
+                .map(|c| c.as_mut() as &mut dyn SftCurriculum),
+            host.reward.as_mut(),
+            config.seed,
+        )?;
+        write_jsonl(&run_dir.join("sft_selection.jsonl"), &pool.items)?;
+        let optimizer = AdamW::new(sorted_vars(&varmap), config.sft.optim.clone())?;
+        let rng = SplitMix64::new(config.seed ^ 0xA11CE);
+        let mut run = Run {
+            run_dir: run_dir.to_path_buf(),
+            device,
+            varmap,
+            model,
+            reference: None,
+            tokenizer,
+            train_set,
+            heldout,
+            pool,
+            host,
+            plugins: Vec::new(),
+            rng,
+            optimizer,
+            log,
+            step: 0,
+            accuracy_sft: None,
+            totals: GrpoTotals::default(),
+            wall_before: 0.0,
+            started: Instant::now(),
+            resumed_from: None,
+            config,
+        };
+        run.refresh_plugins();
+        Ok(run)
+    }
+
+    fn execute(&mut self) -> Result<Summary> {
+        let total = self.config.total_steps();
+        (self.host.progress)(Progress::Started {
+            total,
+            done: self.step,
+        });
+        loop {
+            if self.step == self.config.sft.steps && self.accuracy_sft.is_none() {
+                self.finish_sft()?;
+            }
+            if self.step >= total {
+                break;
+            }
+            if self.step < self.config.sft.steps {
+                self.sft_step()?;
+            } else {
+                self.grpo_step()?;
+            }
+            self.step += 1;
+            let grpo_done = self.step.saturating_sub(self.config.sft.steps);
+            if self.step > self.config.sft.steps
+                && self.config.eval_every > 0
+                && grpo_done.is_multiple_of(self.config.eval_every)
+                && self.step < total
+            {
+                let eval = self.evaluate(false)?;
+                self.log_eval(eval)?;
+            }
+            let outcome = self
+                .host
+                .reward
+                .at_boundary(StepBoundary {
+                    step: self.step,
+                    grpo_steps: grpo_done,
+                    total_steps: total,
+                })
+                .map_err(|error| TrainError::Hook {
+                    context: format!("at the step boundary after step {}", self.step),
+                    error,
+                })?;
+            if outcome.reward_changed {
+                self.refresh_plugins();
+            }
+            let every = self.config.checkpoints.every;
+            if self.step == total
+                || (every > 0 && self.step.is_multiple_of(every))
+                || outcome.needs_checkpoint
+            {
+                self.checkpoint()?;
+            }
+            self.host
+                .reward
+                .after_checkpoint()
+                .map_err(|error| TrainError::Hook {
+                    context: format!("after the checkpoint at step {}", self.step),
+                    error,
+                })?;
+        }
+        (self.host.progress)(Progress::Finished);
+        self.finish()
+    }
+
+    /// Evaluates the SFT model, freezes the KL reference and switches to
+    /// the GRPO optimizer.
+    fn finish_sft(&mut self) -> Result<()> {
+        let eval = self.evaluate(true)?;
+        self.log_eval(eval)?;
+        self.accuracy_sft = Some(eval);
+        if self.config.grpo.objective.beta > 0.0 {
+            save_weights(&self.varmap, &self.run_dir.join("reference.safetensors"))?;
+        }
+        self.enter_grpo()
+    }
+
+    /// The GRPO optimizer, and the frozen reference when `beta > 0` (read
+    /// back from disk, so a resumed run has exactly the same one).
+    fn enter_grpo(&mut self) -> Result<()> {
+        self.optimizer = AdamW::new(sorted_vars(&self.varmap), self.config.grpo.optim.clone())?;
+        if self.config.grpo.objective.beta > 0.0 {
+            let mut varmap = VarMap::new();
+            let reference = Decoder::new(self.model.config().clone(), &varmap, &self.device)?;
+            load_weights(&mut varmap, &self.run_dir.join("reference.safetensors"))?;
+            // Frozen, so cast to the compute dtype once, not every step.
+            self.reference = Some(
+                reference
+                    .frozen_copy()?
+                    .cast(self.config.model.compute_dtype)?,
+            );
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        self.log.sync()?;
+        let state = RunState {
+            config: self.config.clone(),
+            step: self.step,
+            rng: self.rng.state(),
+            accuracy_sft: self.accuracy_sft,
+            optimizer_steps: self.optimizer.steps,
+            metrics_lines: self.log.lines(),
+            totals: self.totals.clone(),
+            wall_seconds: self.wall_before + self.started.elapsed().as_secs_f64(),
+            curriculum: self.pool.curriculum.clone(),
+            live: self.host.reward.state(),
+        };
+        let dir = self.run_dir.join("checkpoints");
+        checkpoint::save(
+            &dir,
+            &format!("step-{:08}", self.step),
+            &self.varmap,
+            &self.optimizer.state(),
+            &state,
+        )?;
+        checkpoint::prune(&dir, self.config.checkpoints.keep)
+    }
+
+    /// The provenance every metrics line names: the reward's revisions and
+    /// the SFT curriculum.
+    fn refresh_plugins(&mut self) {
+        self.plugins = self.host.reward.provenance();
+        self.plugins.extend(self.pool.curriculum.clone());
+    }
+
+    /// A batch, refused when longer than the model's context.
+    fn batch(&self, sequences: &[Sequence]) -> Result<SequenceBatch> {
+        let b = batch(sequences, self.tokenizer.pad, &self.device)?;
+        let len = b.input.dim(1)?;
+        if len > self.config.model.max_seq_len {
+            bail!(
+                "a training sequence of {len} tokens exceeds max_seq_len {}",
+                self.config.model.max_seq_len
+            );
+        }
+        Ok(b)
+    }
+
+    fn wall_seconds(&self) -> f64 {
+        self.wall_before + self.started.elapsed().as_secs_f64()
+    }
+}
+
+fn device() -> Result<Device> {
+    #[cfg(feature = "cuda")]
+    {
+        return Ok(Device::new_cuda(0)?);
+    }
+    #[allow(unreachable_code)]
+    Ok(Device::Cpu)
+}
+
+/// The run directory for a new run when none is given: `runs/train-<unix seconds>`.
+pub fn default_run_dir() -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    PathBuf::from("runs").join(format!("train-{secs}"))
+}

@@ -1,0 +1,197 @@
+//! Turning token sequences into training tensors.
+//!
+//! A sequence carries, per token, whether it is a target of the loss: in SFT
+//! the response, in GRPO the completion, never the prompt, the padding, or
+//! (in self-verification rollouts) the verification turns.
+
+use super::model::{Decoder, token_log_probs};
+use crate::error::{Result, ensure};
+use candle_core::{DType, Device, Tensor};
+
+/// Token ids and which of them the loss trains on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sequence {
+    /// The whole conversation's ids.
+    pub ids: Vec<u32>,
+    /// `trainable[i]`: token `i` is a loss target (predicted from `ids[..i]`).
+    pub trainable: Vec<bool>,
+}
+
+impl Sequence {
+    /// Prompt tokens (not trained) followed by response tokens (trained).
+    pub fn prompt_response(prompt: &[u32], response: &[u32]) -> Self {
+        Sequence {
+            ids: prompt.iter().chain(response).copied().collect(),
+            trainable: std::iter::repeat_n(false, prompt.len())
+                .chain(std::iter::repeat_n(true, response.len()))
+                .collect(),
+        }
+    }
+}
+
+/// Next-token tensors of a right-padded batch, all `[batch, longest − 1]`.
+pub struct SequenceBatch {
+    /// Ids fed to the model.
+    pub input: Tensor,
+    /// The id to predict at each position.
+    pub targets: Tensor,
+    /// 1.0 where the target is trainable, else 0.0 (f32).
+    pub loss_mask: Tensor,
+    /// 1 for real tokens, 0 for padding (u32), for attention.
+    pub key_mask: Tensor,
+}
+
+/// Builds the batch; every sequence needs at least two tokens.
+pub fn batch(sequences: &[Sequence], pad: u32, device: &Device) -> Result<SequenceBatch> {
+    ensure!(!sequences.is_empty(), "empty batch");
+    let longest = sequences.iter().map(|s| s.ids.len()).max().unwrap_or(0);
+    ensure!(longest >= 2, "sequences need at least two tokens");
+    let width = longest - 1;
+    let rows = sequences.len();
+    let (mut input, mut targets) = (
+        Vec::with_capacity(rows * width),
+        Vec::with_capacity(rows * width),
+    );
+    let (mut loss_mask, mut key_mask) = (
+        Vec::with_capacity(rows * width),
+        Vec::with_capacity(rows * width),
+    );
+    for s in sequences {
+        ensure!(
+            s.ids.len() == s.trainable.len(),
+            "ids and trainable flags differ in length"
+        );
+        for i in 0..width {
+            let real_input = i < s.ids.len();
+            let real_target = i + 1 < s.ids.len();
+            input.push(if real_input { s.ids[i] } else { pad });
+            targets.push(if real_target { s.ids[i + 1] } else { pad });
+            loss_mask.push(if real_target && s.trainable[i + 1] {
+                1.0f32
+            } else {
+                0.0
+            });
+            key_mask.push(u32::from(real_input));
+        }
+    }
+    Ok(SequenceBatch {
+        input: Tensor::from_vec(input, (rows, width), device)?,
+        targets: Tensor::from_vec(targets, (rows, width), device)?,
+        loss_mask: Tensor::from_vec(loss_mask, (rows, width), device)?,
+        key_mask: Tensor::from_vec(key_mask, (rows, width), device)?,
+    })
+}
+
+/// Log-prob of every target under `model`: one full forward pass over the
+/// whole conversation, `[batch, longest − 1]`.
+pub fn log_probs(model: &Decoder, batch: &SequenceBatch) -> Result<Tensor> {
+    let logits = model.forward(&batch.input, Some(&batch.key_mask))?;
+    token_log_probs(&logits, &batch.targets)
+}
+
+/// SFT loss: negative log-likelihood of trainable tokens, each sequence
+/// weighted (a curriculum's keep weight; `None` = all 1).
+pub fn sft_loss(model: &Decoder, batch: &SequenceBatch, weights: Option<&[f64]>) -> Result<Tensor> {
+    let nll = log_probs(model, batch)?.neg()?;
+    let mask = match weights {
+        Some(w) => {
+            ensure!(w.len() == batch.input.dim(0)?, "one weight per sequence");
+            let w: Vec<f32> = w.iter().map(|x| *x as f32).collect();
+            let w = Tensor::from_vec(w, (batch.input.dim(0)?, 1), batch.input.device())?;
+            batch.loss_mask.broadcast_mul(&w)?
+        }
+        None => batch.loss_mask.clone(),
+    };
+    let total = (nll * &mask)?.sum_all()?;
+    Ok(total
+        .div(&mask.sum_all()?.maximum(1e-6)?)?
+        .to_dtype(DType::F32)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ModelConfig, sorted_vars};
+    use crate::optim::{AdamW, OptimConfig};
+    use candle_nn::VarMap;
+
+    #[test]
+    fn masks_cover_only_response_targets() {
+        let seqs = [
+            Sequence::prompt_response(&[1, 2], &[3, 4]),
+            Sequence::prompt_response(&[5], &[6]),
+        ];
+        let b = batch(&seqs, 0, &Device::Cpu).unwrap();
+        assert_eq!(
+            b.input.to_vec2::<u32>().unwrap(),
+            vec![vec![1, 2, 3], vec![5, 6, 0]]
+        );
+        assert_eq!(
+            b.targets.to_vec2::<u32>().unwrap(),
+            vec![vec![2, 3, 4], vec![6, 0, 0]]
+        );
+        assert_eq!(
+            b.loss_mask.to_vec2::<f32>().unwrap(),
+            vec![vec![0.0, 1.0, 1.0], vec![1.0, 0.0, 0.0]]
+        );
+        assert_eq!(
+            b.key_mask.to_vec2::<u32>().unwrap(),
+            vec![vec![1, 1, 1], vec![1, 1, 0]]
+        );
+    }
+
+    #[test]
+    fn sft_fits_a_response() {
+        let varmap = VarMap::new();
+        let model = Decoder::new(ModelConfig::tiny(9), &varmap, &Device::Cpu).unwrap();
+        let config = OptimConfig {
+            learning_rate: 1e-2,
+            warmup_steps: 0,
+            ..OptimConfig::default()
+        };
+        let mut opt = AdamW::new(sorted_vars(&varmap), config).unwrap();
+        let b = batch(
+            &[Sequence::prompt_response(&[1, 2, 3], &[7, 5, 8])],
+            0,
+            &Device::Cpu,
+        )
+        .unwrap();
+        let initial = sft_loss(&model, &b, None)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        for _ in 0..40 {
+            let loss = sft_loss(&model, &b, None).unwrap();
+            opt.step(&loss.backward().unwrap()).unwrap();
+        }
+        let last = sft_loss(&model, &b, None)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(last < 0.2 * initial, "{initial} -> {last}");
+    }
+
+    #[test]
+    fn zero_weight_sequences_do_not_count() {
+        let model = Decoder::new(ModelConfig::tiny(9), &VarMap::new(), &Device::Cpu).unwrap();
+        let one = batch(&[Sequence::prompt_response(&[1], &[2, 3])], 0, &Device::Cpu).unwrap();
+        let two = batch(
+            &[
+                Sequence::prompt_response(&[1], &[2, 3]),
+                Sequence::prompt_response(&[4], &[5, 6]),
+            ],
+            0,
+            &Device::Cpu,
+        )
+        .unwrap();
+        let alone = sft_loss(&model, &one, None)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        let weighted = sft_loss(&model, &two, Some(&[1.0, 0.0]))
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!((alone - weighted).abs() < 1e-5);
+    }
+}

@@ -1,0 +1,72 @@
+//! The contract between the verifine host and its plugins.
+//!
+//! Each released version lives in a folder of its own (`wit/v0.1/`, later
+//! `wit/v0.2/` …) and is frozen: its text never changes once released (a
+//! test below holds every released file to a recorded hash). The SDK builds
+//! plugins against [`CURRENT_DIR`]; the host implements it and keeps loading
+//! components built against older minors of the same major.
+//!
+//! [`VERSION`] is the one place the current version's number is written; the
+//! SDK stamps it into every plugin and the host checks plugins against it.
+
+#![no_std]
+#![warn(missing_docs)]
+
+/// The current contract version: `package verifine:plugin@VERSION` in
+/// [`CURRENT_DIR`].
+pub const VERSION: &str = "0.1.0";
+
+/// The folder (under `wit/`) of the current version.
+pub const CURRENT_DIR: &str = "v0.1";
+
+/// Released versions: folder, and the FNV-1a 64 hash of each file in it.
+/// A released contract is frozen: a change is a new folder, never an edit.
+pub const RELEASED: &[(&str, &[(&str, u64)])] =
+    &[("v0.1", &[("verifine.wit", 0x5b73_4b6c_c68d_05e0)])];
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::format;
+    use std::path::Path;
+
+    fn fnv1a(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    fn wit_dir() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn the_version_is_the_current_folders_package_line() {
+        let text = std::fs::read_to_string(wit_dir().join(CURRENT_DIR).join("verifine.wit"))
+            .expect("the current contract folder holds verifine.wit");
+        let line = format!("package verifine:plugin@{VERSION};");
+        assert!(text.lines().any(|l| l.trim() == line), "expected `{line}`");
+        let (major, minor) = {
+            let mut parts = VERSION.split('.');
+            (parts.next().unwrap(), parts.next().unwrap())
+        };
+        assert_eq!(CURRENT_DIR, format!("v{major}.{minor}"));
+    }
+
+    #[test]
+    fn released_contracts_are_frozen() {
+        for (folder, files) in RELEASED {
+            for (file, hash) in *files {
+                let path = wit_dir().join(folder).join(file);
+                let bytes = std::fs::read(&path).expect("released contract file");
+                assert_eq!(
+                    fnv1a(&bytes),
+                    *hash,
+                    "{} changed after its release; a change needs a new version folder",
+                    path.display()
+                );
+            }
+        }
+    }
+}
