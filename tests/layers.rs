@@ -160,3 +160,27 @@ fn the_scoring_only_cli_has_no_candle() {
         );
     }
 }
+
+#[test]
+fn no_source_file_under_host_is_longer_than_600_lines() {
+    fn visit(dir: &std::path::Path, long: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                visit(&path, long);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                if lines > 600 {
+                    long.push(format!("{} ({lines} lines)", path.display()));
+                }
+            }
+        }
+    }
+    let mut long = Vec::new();
+    visit(&repo_root().join("host"), &mut long);
+    assert!(
+        long.is_empty(),
+        "split these by concern: {}",
+        long.join(", ")
+    );
+}

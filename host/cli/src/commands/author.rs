@@ -8,7 +8,6 @@ use verifine_hotswap::Slot;
 use verifine_hotswap::inbox::{self, Action};
 use verifine_hotswap::plugin_crate;
 use verifine_hotswap::revision::Origin;
-use verifine_runtime::PluginSlot;
 use verifine_runtime::cases::{
     CaseOutcome, CaseResult, default_aggregator, default_snapshot_dir, run_cases,
 };
@@ -16,6 +15,7 @@ use verifine_runtime::rows::{read_labelled, read_samples};
 use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::stats::label_agreement;
 use verifine_runtime::{PluginKind, PluginMetadata, Runtime, spec_bytes};
+use verifine_runtime::{PluginSlot, PluginSpec};
 
 /// The SDK this host was built with; scaffolded crates depend on it by path.
 const SDK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugin-api");
@@ -96,7 +96,7 @@ pub fn build(runtime: &Runtime, dir: &Path, target_dir: Option<&Path>) -> Result
 /// `snapshots` (default: `snapshots/` beside the cases); `accept` writes them.
 pub fn test(
     runtime: &Runtime,
-    spec: &str,
+    spec: impl Into<PluginSpec>,
     cases: &Path,
     snapshots: Option<&Path>,
     accept: bool,
@@ -169,14 +169,14 @@ pub struct Diff {
 /// `gold` (rows with `id` and `label`), the agreement of each.
 pub fn diff(
     runtime: &Runtime,
-    old: &str,
-    new: &str,
+    old: impl Into<PluginSpec>,
+    new: impl Into<PluginSpec>,
     input: &Path,
     gold: Option<&Path>,
     threshold: f64,
 ) -> Result<Diff> {
     let samples = read_samples(input)?;
-    let totals = |spec: &str| -> Result<Vec<Option<f64>>> {
+    let totals = |spec: PluginSpec| -> Result<Vec<Option<f64>>> {
         let function = RewardPlugins::from_slots(runtime, &PluginSlot::new(spec), None)?;
         Ok(function
             .scorer()?
@@ -185,7 +185,7 @@ pub fn diff(
             .map(|s| s.total)
             .collect())
     };
-    let (before, after) = (totals(old)?, totals(new)?);
+    let (before, after) = (totals(old.into())?, totals(new.into())?);
     let labels: Option<std::collections::HashMap<String, bool>> = match gold {
         Some(path) => Some(
             read_labelled(path, threshold)?

@@ -13,7 +13,7 @@ use verifine_runtime::metadata::{check_api, read_metadata};
 use verifine_runtime::{
     Context, HOST_API_VERSION, MonitorPoint, PluginKind, PluginMetadata, RubricInfo, Runtime,
 };
-use verifine_runtime::{Limits, spec_bytes};
+use verifine_runtime::{Limits, PluginSpec, spec_bytes};
 
 /// One line of `plugin list`.
 #[derive(Debug, Serialize)]
@@ -64,12 +64,13 @@ pub struct Inspection {
 }
 
 /// Reads a plugin's metadata (and, for rubrics, its criteria) without running a batch.
-pub fn inspect(runtime: &Runtime, spec: &str) -> Result<Inspection> {
-    let (bytes, _) = spec_bytes(spec).with_context(|| format!("reading {spec}"))?;
+pub fn inspect(runtime: &Runtime, spec: impl Into<PluginSpec>) -> Result<Inspection> {
+    let spec = spec.into();
+    let (bytes, origin) = spec_bytes(&spec).with_context(|| format!("reading {spec}"))?;
     let metadata = read_metadata(&bytes).with_context(|| format!("inspecting {spec}"))?;
     let compatible = check_api(&metadata).is_ok();
     let rubric = if compatible && metadata.kind == PluginKind::Rubric {
-        let plugin = runtime.load_bytes(&bytes, spec)?;
+        let plugin = runtime.load_bytes(&bytes, &origin)?;
         Some(plugin.instance().describe()?)
     } else {
         None
@@ -86,7 +87,7 @@ pub fn inspect(runtime: &Runtime, spec: &str) -> Result<Inspection> {
 }
 
 /// Loads the plugin and makes one harmless call of its kind; any problem is an error.
-pub fn check(runtime: &Runtime, spec: &str) -> Result<String> {
+pub fn check(runtime: &Runtime, spec: impl Into<PluginSpec>) -> Result<String> {
     let plugin = runtime.load(spec)?;
     let mut instance = plugin.instance();
     let ctx = Context::empty();
@@ -140,12 +141,12 @@ enum PluginCommand {
     /// Metadata, compatibility and (for rubrics) criteria of a plugin.
     Inspect {
         /// A built-in name or a .wasm file.
-        plugin: String,
+        plugin: PluginSpec,
     },
     /// Load the plugin and make one harmless call; exit 1 on any problem.
     Check {
         /// A built-in name or a .wasm file.
-        plugin: String,
+        plugin: PluginSpec,
     },
     /// Scaffold a plugin crate that builds for wasm32-wasip2 as it is.
     New {
@@ -168,7 +169,7 @@ enum PluginCommand {
     /// Run a rubric's cases and compare with stored snapshots (insta format).
     Test {
         /// A built-in name or a .wasm file.
-        plugin: String,
+        plugin: PluginSpec,
         /// Cases: score input rows (JSONL).
         #[arg(long)]
         cases: PathBuf,
@@ -182,9 +183,9 @@ enum PluginCommand {
     /// Score samples with two rubric revisions and list what changes.
     Diff {
         /// The old revision (built-in name or .wasm).
-        old: String,
+        old: PluginSpec,
         /// The new revision.
-        new: String,
+        new: PluginSpec,
         /// Samples: score input rows (JSONL).
         #[arg(long)]
         input: PathBuf,
@@ -234,10 +235,10 @@ pub fn run(args: PluginArgs) -> Result<()> {
         PluginCommand::Inspect { plugin } => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&inspect(&runtime, &plugin)?)?
+                serde_json::to_string_pretty(&inspect(&runtime, plugin)?)?
             );
         }
-        PluginCommand::Check { plugin } => println!("{}", check(&runtime, &plugin)?),
+        PluginCommand::Check { plugin } => println!("{}", check(&runtime, plugin)?),
         PluginCommand::New { kind, name, dir } => {
             let dir = author::new(kind, &name, dir.as_deref())?;
             println!(
@@ -256,7 +257,7 @@ pub fn run(args: PluginArgs) -> Result<()> {
             snapshots,
             accept,
         } => {
-            let results = author::test(&runtime, &plugin, &cases, snapshots.as_deref(), accept)?;
+            let results = author::test(&runtime, plugin, &cases, snapshots.as_deref(), accept)?;
             let (text, passed) = author::report_cases(&results, accept);
             print!("{text}");
             if !passed {
@@ -270,7 +271,7 @@ pub fn run(args: PluginArgs) -> Result<()> {
             gold,
             threshold,
         } => {
-            let diff = author::diff(&runtime, &old, &new, &input, gold.as_deref(), threshold)?;
+            let diff = author::diff(&runtime, old, new, &input, gold.as_deref(), threshold)?;
             println!("{}", serde_json::to_string_pretty(&diff)?);
         }
         PluginCommand::Promote {

@@ -91,7 +91,11 @@ fn report(summary: &Summary, config: &TrainConfig) -> String {
     let plugins: Vec<String> = summary
         .plugins
         .iter()
-        .map(|p| format!("{} {} ({})", p.name, p.version, &p.sha256[..12]))
+        // The host names its revisions; a short sha256 is shown whole.
+        .map(|p| {
+            let short = p.sha256.get(..12).unwrap_or(&p.sha256);
+            format!("{} {} ({short})", p.name, p.version)
+        })
         .collect();
     let mut text = format!(
         "# verifine training run\n\n\

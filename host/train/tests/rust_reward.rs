@@ -1,0 +1,269 @@
+//! Training on its own: a run whose reward is a plain Rust function, no
+//! plugin runtime in sight. This is the whole contract between training and
+//! the host above it (`hooks`): rewards, a step-boundary hook, progress.
+
+use std::path::PathBuf;
+use verifine_base::Provenance;
+use verifine_train::config::{CheckpointConfig, GrpoPhase, ModelSize, SftConfig};
+use verifine_train::grpo::GrpoConfig;
+use verifine_train::hooks::{
+    Answer, BoundaryOutcome, Fixed, HookError, Host, Progress, Reward, RewardFunction,
+    StepBoundary, StepHook,
+};
+use verifine_train::{TrainConfig, resume, train};
+
+/// 1 when the response's `#### N` line matches the reference's, else 0.
+struct ExactAnswer {
+    calls: usize,
+}
+
+fn final_line(text: &str) -> Option<&str> {
+    text.lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("####"))
+}
+
+impl RewardFunction for ExactAnswer {
+    fn score(&mut self, _step: usize, answers: &[Answer]) -> Vec<Reward> {
+        self.calls += 1;
+        answers
+            .iter()
+            .map(|a| {
+                let reference = a.reference.as_deref().and_then(final_line);
+                let right = final_line(&a.response).is_some_and(|r| Some(r) == reference);
+                let score = f64::from(u8::from(right));
+                Reward {
+                    total: Some(score),
+                    criteria: vec![("exact".to_string(), score)],
+                }
+            })
+            .collect()
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        vec![Provenance {
+            name: "exact-answer".to_string(),
+            version: "1.0.0".to_string(),
+            sha256: "rust".to_string(),
+        }]
+    }
+}
+
+fn tiny() -> TrainConfig {
+    TrainConfig {
+        train_problems: 100,
+        heldout_problems: 8,
+        eval_every: 0,
+        vocab_size: 300,
+        model: ModelSize {
+            hidden_size: 16,
+            num_layers: 1,
+            num_heads: 2,
+            num_kv_heads: 1,
+            intermediate_size: 32,
+            ..ModelSize::default()
+        },
+        sft: SftConfig {
+            steps: 2,
+            batch_size: 4,
+            ..SftConfig::default()
+        },
+        grpo: GrpoPhase {
+            steps: 2,
+            prompts_per_step: 2,
+            max_new_tokens: 8,
+            objective: GrpoConfig {
+                num_generations: 2,
+                dynamic_sampling: false,
+                ..GrpoConfig::default()
+            },
+            ..GrpoPhase::default()
+        },
+        checkpoints: CheckpointConfig { every: 1, keep: 10 },
+        ..TrainConfig::default()
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("verifine-train-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn host(
+    reward: impl RewardFunction + StepHook + 'static,
+    progress: Box<dyn FnMut(Progress)>,
+) -> Host {
+    Host {
+        reward: Box::new(reward),
+        curriculum: None,
+        progress,
+    }
+}
+
+#[test]
+fn a_run_with_a_rust_reward_names_it_and_reports_progress() {
+    let dir = scratch("rust-reward");
+    let steps = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = steps.clone();
+    let progress = Box::new(move |p: Progress| seen.borrow_mut().push(p));
+    let summary = train(
+        &tiny(),
+        "# saved as given\n",
+        &dir,
+        host(Fixed(ExactAnswer { calls: 0 }), progress),
+    )
+    .unwrap();
+    assert_eq!(summary.steps, 4);
+    assert_eq!(summary.plugins[0].name, "exact-answer");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("config.toml")).unwrap(),
+        "# saved as given\n"
+    );
+    let steps = steps.borrow();
+    assert_eq!(
+        steps.first(),
+        Some(&Progress::Started { total: 4, done: 0 })
+    );
+    assert_eq!(steps.last(), Some(&Progress::Finished));
+    let reported: Vec<usize> = steps
+        .iter()
+        .filter_map(|p| match p {
+            Progress::Step { step, .. } => Some(*step),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, [1, 2, 3, 4]);
+    let metrics = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    assert!(
+        metrics.contains("\"exact\""),
+        "per-criterion means: {metrics}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A hook that asks for a checkpoint at step 3 and records what it is told.
+struct Recording {
+    reward: ExactAnswer,
+    boundaries: Vec<StepBoundary>,
+    after_checkpoint: usize,
+    restored: Option<(serde_json::Value, usize)>,
+}
+
+impl RewardFunction for Recording {
+    fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
+        self.reward.score(step, answers)
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        self.reward.provenance()
+    }
+}
+
+impl StepHook for Recording {
+    fn at_boundary(&mut self, boundary: StepBoundary) -> Result<BoundaryOutcome, HookError> {
+        self.boundaries.push(boundary);
+        Ok(BoundaryOutcome {
+            needs_checkpoint: boundary.step == 3,
+            reward_changed: false,
+        })
+    }
+
+    fn after_checkpoint(&mut self) -> Result<(), HookError> {
+        self.after_checkpoint += 1;
+        Ok(())
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::json!({ "boundaries": self.boundaries.len() })
+    }
+
+    fn restore(&mut self, state: &serde_json::Value, step: usize) -> Result<(), HookError> {
+        self.restored = Some((state.clone(), step));
+        Ok(())
+    }
+}
+
+fn recording() -> Recording {
+    Recording {
+        reward: ExactAnswer { calls: 0 },
+        boundaries: Vec::new(),
+        after_checkpoint: 0,
+        restored: None,
+    }
+}
+
+#[test]
+fn the_hook_sees_every_boundary_and_its_state_comes_back_on_resume() {
+    let dir = scratch("hook");
+    let mut config = tiny();
+    config.checkpoints.every = 0;
+    let probe = std::rc::Rc::new(std::cell::RefCell::new(None));
+    struct Shared(
+        Recording,
+        std::rc::Rc<std::cell::RefCell<Option<Recording>>>,
+    );
+    impl Drop for Shared {
+        fn drop(&mut self) {
+            *self.1.borrow_mut() = Some(std::mem::replace(&mut self.0, recording()));
+        }
+    }
+    impl RewardFunction for Shared {
+        fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
+            self.0.score(step, answers)
+        }
+        fn provenance(&self) -> Vec<Provenance> {
+            self.0.provenance()
+        }
+    }
+    impl StepHook for Shared {
+        fn at_boundary(&mut self, b: StepBoundary) -> Result<BoundaryOutcome, HookError> {
+            self.0.at_boundary(b)
+        }
+        fn after_checkpoint(&mut self) -> Result<(), HookError> {
+            self.0.after_checkpoint()
+        }
+        fn state(&self) -> serde_json::Value {
+            self.0.state()
+        }
+        fn restore(&mut self, s: &serde_json::Value, step: usize) -> Result<(), HookError> {
+            self.0.restore(s, step)
+        }
+    }
+    train(
+        &config,
+        "",
+        &dir,
+        host(Shared(recording(), probe.clone()), Box::new(|_| {})),
+    )
+    .unwrap();
+    let first = probe.borrow_mut().take().unwrap();
+    let steps: Vec<(usize, usize)> = first
+        .boundaries
+        .iter()
+        .map(|b| (b.step, b.grpo_steps))
+        .collect();
+    assert_eq!(steps, [(1, 0), (2, 0), (3, 1), (4, 2)]);
+    assert!(first.boundaries.iter().all(|b| b.total_steps == 4));
+    assert_eq!(first.after_checkpoint, 4);
+    // Checkpoints only where the hook asked (step 3) and at the end.
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["step-00000003", "step-00000004"]);
+
+    std::fs::remove_dir_all(dir.join("checkpoints/step-00000004")).unwrap();
+    resume(
+        &dir,
+        host(Shared(recording(), probe.clone()), Box::new(|_| {})),
+    )
+    .unwrap();
+    let resumed = probe.borrow_mut().take().unwrap();
+    assert_eq!(
+        resumed.restored,
+        Some((serde_json::json!({ "boundaries": 3 }), 3))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
