@@ -10,14 +10,15 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum FileError {
     /// The operating system refused (open, read, create, rename …).
-    #[error("{action} {}: {source}", path.display())]
+    #[error("{action} {}: {error}", path.display())]
     Io {
         /// What was being done: "opening", "creating", "renaming into" …
         action: &'static str,
         /// The file or directory concerned.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// What the operating system said (in the message, not a separate
+        /// source, so a chain prints it once).
+        error: std::io::Error,
     },
     /// A line of a JSONL file that is not the expected JSON.
     #[error("{}:{line}: {message}", path.display())]
@@ -33,11 +34,11 @@ pub enum FileError {
 
 impl FileError {
     /// An I/O failure while doing `action` on `path`.
-    pub fn io(action: &'static str, path: &Path, source: std::io::Error) -> Self {
+    pub fn io(action: &'static str, path: &Path, error: std::io::Error) -> Self {
         FileError::Io {
             action,
             path: path.to_path_buf(),
-            source,
+            error,
         }
     }
 }

@@ -10,6 +10,40 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use thiserror::Error;
+
+/// Why a plugin crate did not become a component.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    /// The wasm32-wasip2 standard library is missing and rustup could not add it.
+    #[error(
+        "the {TARGET} target is not installed and `rustup target add` failed; \
+         run `rustup target add {TARGET}{toolchain_flag}` and build again"
+    )]
+    TargetMissing {
+        /// ` --toolchain NAME` when a toolchain is pinned, else empty.
+        toolchain_flag: String,
+    },
+    /// cargo itself could not be started.
+    #[error("could not run cargo: {0}")]
+    CargoNotRun(String),
+    /// cargo ran and failed; its error output says why.
+    #[error("cargo build of {} for {TARGET} failed:\n{stderr}", manifest.display())]
+    CargoFailed {
+        /// The crate's manifest.
+        manifest: PathBuf,
+        /// What cargo printed on stderr.
+        stderr: String,
+    },
+    /// cargo succeeded but produced no component.
+    #[error("cargo built {} but left no {}: is it a cdylib plugin crate?", manifest.display(), path.display())]
+    NoComponent {
+        /// The crate's manifest.
+        manifest: PathBuf,
+        /// Where the component should be.
+        path: PathBuf,
+    },
+}
 
 /// The target plugins are compiled for.
 pub const TARGET: &str = "wasm32-wasip2";
@@ -184,30 +218,32 @@ fn cargo_command(target_dir: &Path) -> Command {
 
 /// Builds one plugin crate (any directory with a `Cargo.toml`, in a workspace
 /// or not) into `target_dir` and returns its component and cargo's output.
-pub fn build_crate(manifest: &Path, package: &str, target_dir: &Path) -> Result<PathBuf, String> {
+pub fn build_crate(
+    manifest: &Path,
+    package: &str,
+    target_dir: &Path,
+) -> Result<PathBuf, BuildError> {
     try_ensure_target_installed()?;
     let output = cargo_build(target_dir)
         .arg("--manifest-path")
         .arg(manifest)
         .output()
-        .map_err(|e| format!("could not run cargo: {e}"))?;
+        .map_err(|e| BuildError::CargoNotRun(e.to_string()))?;
     if !output.status.success() {
-        return Err(format!(
-            "cargo build of {} for {TARGET} failed:\n{}",
-            manifest.display(),
-            String::from_utf8_lossy(&output.stderr)
-        ));
+        return Err(BuildError::CargoFailed {
+            manifest: manifest.to_path_buf(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
     }
     let path = target_dir
         .join(TARGET)
         .join("release")
         .join(format!("{}.wasm", package.replace('-', "_")));
     if !path.exists() {
-        return Err(format!(
-            "cargo built {} but left no {}: is it a cdylib plugin crate?",
-            manifest.display(),
-            path.display()
-        ));
+        return Err(BuildError::NoComponent {
+            manifest: manifest.to_path_buf(),
+            path,
+        });
     }
     Ok(path)
 }
@@ -231,7 +267,7 @@ fn ensure_target_installed() {
 
 /// Makes sure the toolchain has the wasm32-wasip2 standard library, adding
 /// it with rustup when missing; the error says exactly what to run.
-pub fn try_ensure_target_installed() -> Result<(), String> {
+pub fn try_ensure_target_installed() -> Result<(), BuildError> {
     if target_installed() {
         return Ok(());
     }
@@ -246,10 +282,7 @@ pub fn try_ensure_target_installed() -> Result<(), String> {
         let toolchain_flag = toolchain
             .map(|t| format!(" --toolchain {t}"))
             .unwrap_or_default();
-        return Err(format!(
-            "the {TARGET} target is not installed and `rustup target add` failed; \
-             run `rustup target add {TARGET}{toolchain_flag}` and build again"
-        ));
+        return Err(BuildError::TargetMissing { toolchain_flag });
     }
     Ok(())
 }
