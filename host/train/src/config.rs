@@ -216,10 +216,12 @@ impl Default for CheckpointConfig {
     }
 }
 
-/// What training is told to do. The host adds its own tables around it
-/// (sandbox limits, hot-swap) in the file users write.
+/// What training is told to do. The host adds its own tables beside it
+/// (sandbox limits, hot-swap) in the file users write, so unknown top-level
+/// keys are the host's to refuse (it knows its own); every table below the
+/// top level refuses unknown keys itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct TrainConfig {
     /// Seeds data, initialization and sampling.
     pub seed: u64,

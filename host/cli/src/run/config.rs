@@ -50,9 +50,10 @@ impl Default for HotSwapConfig {
     }
 }
 
-/// A whole run as configured.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
+/// A whole run as configured. Read with [`RunConfig::from_toml`], which
+/// parses training's tables and the host's from the same text, so an error
+/// in either points at its line.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct RunConfig {
     /// What training does (its tables sit at the top level of the file).
     #[serde(flatten)]
@@ -61,6 +62,14 @@ pub struct RunConfig {
     pub limits: Limits,
     /// Live plugin revisions.
     pub hot_swap: HotSwapConfig,
+}
+
+/// The host's tables of the file (training's keys are read beside them).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct HostTables {
+    limits: Limits,
+    hot_swap: HotSwapConfig,
 }
 
 impl RunConfig {
@@ -89,23 +98,44 @@ impl RunConfig {
 
     fn parse(text: &str) -> Result<Self> {
         let table: toml::Table = toml::from_str(text)?;
-        // Training's tables are flattened into this struct, where serde cannot
-        // refuse unknown keys; so top-level keys are checked here, against
-        // the ones a default config writes (every top-level field of
-        // TrainConfig is a plain value or table, so all of them appear).
+        // Neither part refuses the other's top-level keys, so unknown ones
+        // are refused here, against the keys a default config writes (every
+        // top-level field of TrainConfig is a plain value or a table, so all
+        // of them appear).
         let known = toml::Table::try_from(TrainConfig::default())?;
         for key in table.keys() {
             if !known.contains_key(key) && !HOST_TABLES.contains(&key.as_str()) {
                 let mut expected: Vec<&str> = known.keys().map(String::as_str).collect();
                 expected.extend(HOST_TABLES);
+                let line = line_of_key(text, key)
+                    .map_or_else(String::new, |line| format!("line {line}: "));
                 bail!(
-                    "unknown field `{key}`, expected one of {}",
+                    "{line}unknown field `{key}`, expected one of {}",
                     expected.join(", ")
                 );
             }
         }
-        Ok(toml::from_str(text)?)
+        // Each part straight from the text: errors keep their line and column.
+        let training: TrainConfig = toml::from_str(text)?;
+        let host: HostTables = toml::from_str(text)?;
+        Ok(RunConfig {
+            training,
+            limits: host.limits,
+            hot_swap: host.hot_swap,
+        })
     }
+}
+
+/// The 1-based line where a top-level `key` is first written (`key = …`,
+/// `key.sub = …`, `[key]`, `[key.sub]`, `[[key]]`).
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start().trim_start_matches('[').trim_start();
+            line.strip_prefix(key)
+                .is_some_and(|rest| rest.starts_with([' ', '=', '.', ']', '\t']))
+        })
+        .map(|index| index + 1)
 }
 
 #[cfg(test)]
@@ -146,8 +176,9 @@ mod tests {
             text.contains("bad.toml") && text.contains("noisy_target_share"),
             "{text}"
         );
-        let err = RunConfig::from_toml("[grpo]\nstep = 3\n", "typo.toml").unwrap_err();
-        assert!(format!("{err:#}").contains("step"), "{err:#}");
+        let err = RunConfig::from_toml("seed = 1\n[grpo]\nstep = 3\n", "typo.toml").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("step") && text.contains("line 3"), "{text}");
     }
 
     #[test]
