@@ -308,3 +308,48 @@ fn a_revision_dropped_into_the_watched_directory_goes_live() {
         .unwrap();
     assert_eq!(last["plugins"][0]["name"], "math-answer");
 }
+
+#[test]
+fn a_stored_revision_replaced_behind_the_runs_back_is_refused_on_resume() {
+    let run = scratch_dir("revision-swapped").join("run");
+    let config = tiny("math-answer", 1);
+    train(&config, &run).unwrap();
+    let weights = std::fs::read(run.join("model.safetensors")).unwrap();
+    let live = &metrics(&run)
+        .into_iter()
+        .find(|l| l["phase"] == "grpo")
+        .unwrap()["plugins"][0];
+    let stored = run
+        .join("revisions")
+        .join(format!("{}.wasm", live["sha256"].as_str().unwrap()));
+    let original = std::fs::read(&stored).unwrap();
+
+    // Another plugin's bytes under the live rubric's digest: it would score
+    // as "math-answer" if it were loaded.
+    std::fs::write(&stored, std::fs::read(EXAMPLE_LOOPHOLE).unwrap()).unwrap();
+    std::fs::remove_dir_all(run.join("checkpoints/step-00000004")).unwrap();
+    let err = format!("{:#}", resume(&run).unwrap_err());
+    assert!(
+        err.contains("does not match the checkpoint")
+            && err.contains(&stored.display().to_string()),
+        "{err}"
+    );
+    // A digest that is a path is refused before any file is read.
+    let checkpoint = run.join("checkpoints/step-00000003/state.json");
+    let state = std::fs::read_to_string(&checkpoint).unwrap();
+    let sha = live["sha256"].as_str().unwrap();
+    std::fs::write(&checkpoint, state.replace(sha, "../../../etc/passwd")).unwrap();
+    let err = format!("{:#}", resume(&run).unwrap_err());
+    assert!(err.contains("not 64 hex digits"), "{err}");
+
+    // Put back, the run resumes and ends as before.
+    std::fs::write(&checkpoint, state).unwrap();
+    std::fs::write(&stored, original).unwrap();
+    let summary = resume(&run).unwrap();
+    assert_eq!(summary.resumed_from_step, Some(3));
+    assert_eq!(
+        std::fs::read(run.join("model.safetensors")).unwrap(),
+        weights
+    );
+    assert!(events(&run).iter().any(|e| e["event"] == "resumed"));
+}

@@ -46,6 +46,21 @@ pub enum HotswapError {
     /// A checkpoint's record of the live revisions that cannot be read.
     #[error("the checkpoint's live-revision record: {0}")]
     State(String),
+    /// A stored revision whose bytes are not the ones the checkpoint
+    /// recorded (replaced or corrupted since): it is not loaded.
+    #[error(
+        "revision {} does not match the checkpoint: recorded sha256 {recorded}, file has {actual}; \
+         restore the file or resume from another checkpoint",
+        path.display()
+    )]
+    RevisionChanged {
+        /// The stored revision.
+        path: PathBuf,
+        /// The digest the checkpoint recorded.
+        recorded: String,
+        /// The digest of the file now.
+        actual: String,
+    },
 }
 
 impl HotswapError {

@@ -371,9 +371,25 @@ impl LiveReward {
     pub fn restore(&mut self, state: &LiveState, step: usize) -> Result<()> {
         for (&slot, record) in &state.slots {
             let load = |r: &RevisionRecord| -> Result<Revision> {
-                let path = revision_path(&self.run_dir, &r.plugin.sha256);
+                let recorded = &r.plugin.sha256;
+                // The digest names a file: it must be one, not a path.
+                if recorded.len() != 64 || !recorded.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(HotswapError::State(format!(
+                        "{slot} revision {} has sha256 {recorded:?}, not 64 hex digits",
+                        r.plugin.name
+                    )));
+                }
+                let path = revision_path(&self.run_dir, recorded);
                 let bytes =
                     std::fs::read(&path).map_err(|e| HotswapError::io("reading", &path, e))?;
+                let actual = verifine_runtime::engine::sha256_hex(&bytes);
+                if &actual != recorded {
+                    return Err(HotswapError::RevisionChanged {
+                        path,
+                        recorded: recorded.clone(),
+                        actual,
+                    });
+                }
                 let plugin = self
                     .runtime
                     .load_bytes(&bytes, &path.display().to_string())?;

@@ -67,7 +67,7 @@ impl Revision {
     pub fn record(&self) -> RevisionRecord {
         RevisionRecord {
             plugin: self.provenance(),
-            kind: self.plugin.kind().to_string(),
+            kind: self.plugin.kind(),
             api_version: self.plugin.metadata.api_version.to_string(),
             origin: self.origin.clone(),
             loaded_at: self.loaded_at,
@@ -81,7 +81,7 @@ pub struct RevisionRecord {
     /// Name, version, sha256.
     pub plugin: Provenance,
     /// Its kind.
-    pub kind: String,
+    pub kind: PluginKind,
     /// The contract version it was built against.
     pub api_version: String,
     /// Where it came from.
