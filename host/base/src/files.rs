@@ -81,13 +81,21 @@ pub fn write_atomically(
     }
     let tmp = temporary_sibling(path);
     let result = (|| {
-        let file = std::fs::File::create(&tmp).map_err(|e| FileError::io("creating", &tmp, e))?;
+        // A fresh, unpredictable name opened exclusively: nothing planted at
+        // it beforehand (a symlink, say) is followed or overwritten.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| FileError::io("creating", &tmp, e))?;
         let mut writer = BufWriter::new(file);
         let written = write(&mut writer)
             .and_then(|()| writer.into_inner().map_err(|e| e.into_error()))
             .and_then(|file| file.sync_all());
         written.map_err(|e| FileError::io("writing", &tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| FileError::io("renaming into", path, e))
+        std::fs::rename(&tmp, path).map_err(|e| FileError::io("renaming into", path, e))?;
+        sync_parent(path);
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -106,12 +114,31 @@ pub fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<(), F
     })
 }
 
-fn temporary_sibling(path: &Path) -> PathBuf {
+/// A hidden name beside `path` that no one can guess in advance: the
+/// process id and 64 bits the standard library seeds from the operating
+/// system's randomness (each `RandomState` draws new keys).
+pub fn temporary_sibling(path: &Path) -> PathBuf {
+    use std::hash::{BuildHasher, Hasher};
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "output".to_string());
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    path.with_file_name(format!(".{name}.tmp-{}-{random:016x}", std::process::id()))
+}
+
+/// Makes a rename into `path` durable: syncs the directory that holds it.
+/// Best effort (some platforms cannot open a directory for syncing).
+pub fn sync_parent(path: &Path) {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if let Ok(handle) = std::fs::File::open(dir) {
+        let _ = handle.sync_all();
+    }
 }
 
 /// Reads a row id that may be a JSON string or number.
@@ -165,5 +192,24 @@ mod tests {
             1,
             "temporary file left behind"
         );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_symlink_planted_at_a_temporary_name_is_not_followed() {
+        let dir = std::env::temp_dir().join(format!("verifine-plant-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        // The name the writer used before it was unpredictable.
+        let old_name = dir.join(format!(".out.jsonl.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &old_name).unwrap();
+        let out = dir.join("out.jsonl");
+        write_jsonl(&out, &[serde_json::json!({"id": 1})]).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "{\"id\":1}\n");
+        assert_ne!(temporary_sibling(&out), temporary_sibling(&out));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

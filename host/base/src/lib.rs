@@ -13,6 +13,6 @@ pub mod files;
 mod plugin;
 mod rng;
 
-pub use files::{FileError, read_jsonl, write_atomically, write_jsonl};
+pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
 pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance};
 pub use rng::SplitMix64;

@@ -135,18 +135,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Writes `bytes` to a temporary file beside `path` and renames it into place.
-pub fn store_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("cache path has no directory"))?;
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().unwrap().to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+/// Writes `bytes` to a temporary file beside `path` (an unpredictable name,
+/// opened exclusively) and renames it into place.
+pub fn store_atomically(path: &Path, bytes: &[u8]) -> Result<(), verifine_base::FileError> {
+    verifine_base::write_atomically(path, |w| std::io::Write::write_all(w, bytes))
 }

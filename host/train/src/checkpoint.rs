@@ -25,9 +25,8 @@ pub fn save(
     std::fs::create_dir_all(checkpoints)
         .map_err(|e| TrainError::io("creating", &checkpoints, e))?;
     let target = checkpoints.join(name);
-    let tmp = checkpoints.join(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| TrainError::io("creating", &tmp, e))?;
+    let tmp = verifine_base::temporary_sibling(&checkpoints.join(name));
+    std::fs::create_dir(&tmp).map_err(|e| TrainError::io("creating", &tmp, e))?;
     varmap.save(tmp.join(WEIGHTS))?;
     candle_core::safetensors::save(optimizer, tmp.join(OPTIMIZER))?;
     let state_path = tmp.join(STATE);

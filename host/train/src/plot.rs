@@ -53,7 +53,8 @@ pub fn draw(series: &Series, path: &Path) -> Result<()> {
         // missing text, not as a crash.
         let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
     });
-    let tmp = path.with_extension("tmp.png");
+    // plotters picks the encoder from the extension: keep `.png` last.
+    let tmp = verifine_base::temporary_sibling(path).with_extension("png");
     {
         let root = BitMapBackend::new(&tmp, (900, 600)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;

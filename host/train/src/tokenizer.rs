@@ -79,7 +79,7 @@ impl ChatTokenizer {
 
     /// Writes `tokenizer.json` through a temporary file and a rename.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("json.tmp");
+        let tmp = verifine_base::temporary_sibling(path);
         self.inner
             .save(&tmp, false)
             .map_err(|e| TrainError::unreadable(&tmp, format!("writing: {e}")))?;

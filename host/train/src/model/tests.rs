@@ -171,5 +171,15 @@ fn weights_round_trip_through_safetensors() {
     let after = other.forward(&input, None).unwrap();
     let diff = (before - after).unwrap().abs().unwrap().max_all().unwrap();
     assert_eq!(diff.to_scalar::<f32>().unwrap(), 0.0);
-    assert!(!path.with_extension("safetensors.tmp").exists());
+    let leftovers = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
+        .count();
+    assert_eq!(leftovers, 0, "no temporary file left beside the weights");
 }

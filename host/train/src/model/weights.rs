@@ -9,7 +9,7 @@ use std::path::Path;
 /// Writes the weights as safetensors through a temporary file and a rename,
 /// so a crash never leaves a half-written file.
 pub fn save_weights(varmap: &VarMap, path: &Path) -> Result<()> {
-    let tmp = path.with_extension("safetensors.tmp");
+    let tmp = verifine_base::temporary_sibling(path);
     varmap
         .save(&tmp)
         .map_err(|e| TrainError::unreadable(&tmp, format!("writing: {e}")))?;
