@@ -184,6 +184,24 @@ pub struct RewardConfig {
     /// The aggregator slot (default: the rubric's own total).
     #[serde(default)]
     pub aggregator: Option<PluginSlot>,
+    /// The rewards training accepts, `[low, high]` (default `[-1, 1]`): a
+    /// total outside it (or not finite) counts as a failed reward under
+    /// `grpo.on_reward_failure`, so a plugin answering 1e300 cannot blow up
+    /// an update. Widen it for rubrics whose totals go beyond.
+    #[serde(default = "default_reward_range")]
+    pub range: [f64; 2],
+}
+
+fn default_reward_range() -> [f64; 2] {
+    [-1.0, 1.0]
+}
+
+impl RewardConfig {
+    /// `total` when it is inside [`RewardConfig::range`], else `None`.
+    pub fn admit(&self, total: Option<f64>) -> Option<f64> {
+        let [low, high] = self.range;
+        total.filter(|t| (low..=high).contains(t))
+    }
 }
 
 impl Default for RewardConfig {
@@ -191,6 +209,7 @@ impl Default for RewardConfig {
         RewardConfig {
             rubric: PluginSlot::new("math-answer"),
             aggregator: None,
+            range: default_reward_range(),
         }
     }
 }
@@ -322,6 +341,11 @@ impl TrainConfig {
         ensure(
             self.checkpoints.keep >= 1,
             "checkpoints.keep must be at least 1",
+        )?;
+        let [low, high] = self.reward.range;
+        ensure(
+            low.is_finite() && high.is_finite() && low < high,
+            "reward.range must be two finite numbers, low < high",
         )?;
         Ok(())
     }

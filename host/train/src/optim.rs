@@ -2,7 +2,7 @@
 //! (rather than candle-nn's) so its moments can be checkpointed for exact
 //! resume.
 
-use crate::error::{Result, TrainError, ensure};
+use crate::error::{Result, TrainError};
 use candle_core::backprop::GradStore;
 use candle_core::{Tensor, Var};
 use serde::{Deserialize, Serialize};
@@ -84,12 +84,16 @@ impl AdamW {
 
     /// Clips and applies `grads`; returns the global gradient norm before clipping.
     /// A variable without a gradient is left unchanged.
+    ///
+    /// A non-finite gradient norm changes nothing (no update, no step
+    /// counted) and is returned as it is: the caller logs the skipped step and
+    /// the run goes on.
     pub fn step(&mut self, grads: &GradStore) -> Result<f64> {
         let norm = global_norm(grads, &self.vars)?;
-        ensure!(
-            norm.is_finite(),
-            "gradient norm is {norm}: refusing to step"
-        );
+        if !norm.is_finite() {
+            tracing::warn!(norm, "non-finite gradient norm: update skipped");
+            return Ok(norm);
+        }
         let clip = if self.config.max_grad_norm > 0.0 && norm > self.config.max_grad_norm {
             self.config.max_grad_norm / (norm + 1e-6)
         } else {

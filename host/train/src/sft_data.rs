@@ -8,6 +8,7 @@
 //! Every decision is written to `sft_selection.jsonl` in the run directory.
 
 use super::task::{Problem, with_slip};
+use crate::config::RewardConfig;
 use crate::error::{Result, TrainError, bail, ensure};
 use crate::hooks::{Answer, RewardFunction, SftCandidate, SftCurriculum};
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,7 @@ impl SftPool {
         noisy_share: f64,
         curriculum: Option<&mut dyn SftCurriculum>,
         reward: &mut dyn RewardFunction,
+        reward_config: &RewardConfig,
         seed: u64,
     ) -> Result<Self> {
         let mut rng = SplitMix64::new(seed ^ 0x5F7_DA7A);
@@ -90,7 +92,7 @@ impl SftPool {
                 .iter_mut()
                 .zip(&rewards)
                 .map(|(item, r)| {
-                    item.judge_score = r.total;
+                    item.judge_score = reward_config.admit(r.total);
                     candidate(item, &problems[item.problem])
                 })
                 .collect();

@@ -267,3 +267,104 @@ fn the_hook_sees_every_boundary_and_its_state_comes_back_on_resume() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Answers rewards no sane judge gives: huge, infinite, NaN, negative huge.
+struct Absurd {
+    calls: usize,
+}
+
+impl RewardFunction for Absurd {
+    fn score(&mut self, _step: usize, answers: &[Answer]) -> Vec<Reward> {
+        self.calls += 1;
+        let values = [1e300, f64::INFINITY, f64::NAN, -1e300, 0.5, 1.0];
+        answers
+            .iter()
+            .enumerate()
+            .map(|(i, _)| Reward {
+                total: Some(values[(i + self.calls) % values.len()]),
+                criteria: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        vec![]
+    }
+}
+
+fn metrics(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn rewards_outside_the_range_are_failures_and_the_run_goes_on() {
+    let dir = scratch("absurd");
+    let mut config = tiny();
+    config.grpo.prompts_per_step = 3;
+    let summary = train(
+        &config,
+        "",
+        &dir,
+        host(Fixed(Absurd { calls: 0 }), Box::new(|_| {})),
+    )
+    .unwrap();
+    assert_eq!(summary.steps, 4);
+    let grpo: Vec<serde_json::Value> = metrics(&dir)
+        .into_iter()
+        .filter(|l| l["phase"] == "grpo")
+        .collect();
+    for line in &grpo {
+        // Six rollouts a step, four of them absurd.
+        assert_eq!(line["reward_failures"], 4, "{line}");
+        let mean = line["reward_mean"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&mean), "{line}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_non_finite_gradient_skips_its_update_and_the_run_goes_on() {
+    let dir = scratch("inf-gradient");
+    let mut config = tiny();
+    config.grpo.prompts_per_step = 3;
+    // A range wide enough to let 1e300 through, and advantages that are not
+    // rescaled: the update's loss overflows f32.
+    config.reward.range = [-1e301, 1e301];
+    config.grpo.objective.scale_rewards = verifine_train::grpo::ScaleRewards::None;
+    let summary = train(
+        &config,
+        "",
+        &dir,
+        host(Fixed(Absurd { calls: 0 }), Box::new(|_| {})),
+    )
+    .unwrap();
+    assert_eq!(summary.steps, 4);
+    let skipped: Vec<serde_json::Value> = metrics(&dir)
+        .into_iter()
+        .filter(|l| l["phase"] == "grpo" && l["skipped"].is_string())
+        .collect();
+    assert!(!skipped.is_empty(), "the overflowing updates were skipped");
+    assert!(skipped.iter().all(|l| l["grad_norm"].is_null()));
+    // The weights stayed finite: the final evaluation ran and the model saved.
+    assert!(summary.heldout_accuracy_final.is_finite());
+    assert!(dir.join("model.safetensors").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_reward_range_that_is_not_one_is_refused() {
+    let mut config = tiny();
+    config.reward.range = [1.0, -1.0];
+    let err = train(
+        &config,
+        "",
+        &scratch("bad-range"),
+        host(Fixed(ExactAnswer { calls: 0 }), Box::new(|_| {})),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("reward.range"), "{err}");
+}

@@ -78,7 +78,7 @@ impl Run {
                 .reward
                 .score(0, &answers)
                 .iter()
-                .filter(|s| s.total.is_some_and(|t| t >= 0.5))
+                .filter(|s| self.config.reward.admit(s.total).is_some_and(|t| t >= 0.5))
                 .count();
         }
         let n = self.heldout.len().max(1) as f64;

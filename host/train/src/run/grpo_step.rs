@@ -23,6 +23,9 @@ use candle_core::Tensor;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+/// Why a metrics line reports no update although there was a batch.
+pub(super) const SKIPPED: &str = "non-finite gradient norm: update skipped";
+
 /// The update's figures; all `None` when every group was uninformative.
 #[derive(Default)]
 struct Update {
@@ -83,10 +86,15 @@ impl Run {
         let plugin_started = Instant::now();
         let scored = self.host.reward.score(self.step, &answers);
         let plugin_seconds = plugin_started.elapsed().as_secs_f64();
-        let failures = scored.iter().filter(|s| s.total.is_none()).count();
-        let rewards: Vec<Option<f64>> = scored
+        // Missing, non-finite or out-of-range totals are failed rewards.
+        let totals: Vec<Option<f64>> = scored
             .iter()
-            .map(|s| match (s.total, phase.on_reward_failure) {
+            .map(|s| self.config.reward.admit(s.total))
+            .collect();
+        let failures = totals.iter().filter(|t| t.is_none()).count();
+        let rewards: Vec<Option<f64>> = totals
+            .iter()
+            .map(|total| match (*total, phase.on_reward_failure) {
                 (Some(t), _) => Some(t),
                 (None, RewardFailure::Zero) => Some(0.0),
                 (None, RewardFailure::Abstain) => None,
@@ -151,7 +159,11 @@ impl Run {
             step: self.step,
             loss: update.loss,
             learning_rate: update.learning_rate,
-            grad_norm: update.grad_norm,
+            grad_norm: update.grad_norm.filter(|n| n.is_finite()),
+            skipped: update
+                .grad_norm
+                .is_some_and(|n| !n.is_finite())
+                .then_some(SKIPPED),
             reward_mean: Some(reward_mean),
             reward_failures: Some(failures),
             criteria: criterion_means(&scored),

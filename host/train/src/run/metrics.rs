@@ -33,6 +33,9 @@ pub struct MetricsLine<'a> {
     /// Gradient norm before clipping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grad_norm: Option<f64>,
+    /// Why the update was skipped (a non-finite gradient norm).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<&'static str>,
     /// Mean reward of the rollouts that got one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reward_mean: Option<f64>,

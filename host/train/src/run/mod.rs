@@ -250,6 +250,7 @@ impl Run {
                 .as_mut()
                 .map(|c| c.as_mut() as &mut dyn SftCurriculum),
             host.reward.as_mut(),
+            &config.reward,
             config.seed,
         )?;
         write_jsonl(&run_dir.join("sft_selection.jsonl"), &pool.items)?;

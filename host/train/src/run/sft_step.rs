@@ -38,7 +38,8 @@ impl Run {
             step: self.step,
             loss: Some(loss),
             learning_rate: Some(learning_rate),
-            grad_norm: Some(grad_norm),
+            grad_norm: Some(grad_norm).filter(|n| n.is_finite()),
+            skipped: (!grad_norm.is_finite()).then_some(super::grpo_step::SKIPPED),
             ..MetricsLine::default()
         })
     }
