@@ -14,6 +14,15 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 /// Bytes of plugin stdout/stderr kept per store; writes beyond it fail.
 const OUTPUT_CAPACITY: usize = 64 * 1024;
 
+/// Log lines a plugin may emit per call; later ones are dropped (once said).
+pub const LOG_LINES_PER_CALL: u32 = 100;
+
+/// Characters of one log line kept (the rest is cut, and says so).
+pub const LOG_LINE_CHARS: usize = 1024;
+
+/// Characters of plugin stderr quoted in an error.
+pub const STDERR_CHARS: usize = 2000;
+
 /// Per-store state of one plugin instance.
 pub struct HostState {
     /// The plugin's name; tags its log lines.
@@ -23,6 +32,8 @@ pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
     stderr: MemoryOutputPipe,
+    /// Log lines emitted in the current call.
+    log_lines: u32,
 }
 
 impl HostState {
@@ -42,14 +53,37 @@ impl HostState {
             wasi,
             table: ResourceTable::new(),
             stderr,
+            log_lines: 0,
         }
     }
 
-    /// What the plugin wrote to stderr, trimmed (empty when nothing).
+    /// A new call starts: its log budget is whole again.
+    pub fn begin_call(&mut self) {
+        self.log_lines = 0;
+    }
+
+    /// The line to log for `message`, escaped and cut, or `None` when the
+    /// call has used its budget of [`LOG_LINES_PER_CALL`] lines (the first
+    /// line over it says that the rest is dropped).
+    pub fn admit_log(&mut self, message: &str) -> Option<String> {
+        self.log_lines = self.log_lines.saturating_add(1);
+        match self.log_lines.cmp(&(LOG_LINES_PER_CALL + 1)) {
+            std::cmp::Ordering::Less => Some(crate::text::sanitize(message, LOG_LINE_CHARS)),
+            std::cmp::Ordering::Equal => Some(format!(
+                "more than {LOG_LINES_PER_CALL} log lines in one call: the rest of this call's are dropped"
+            )),
+            std::cmp::Ordering::Greater => None,
+        }
+    }
+
+    /// What the plugin wrote to stderr, trimmed, escaped and cut to
+    /// [`STDERR_CHARS`] (empty when nothing).
     pub fn stderr_text(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.contents())
+        let text = String::from_utf8_lossy(&self.stderr.contents())
             .trim()
-            .to_string()
+            .to_string();
+        // Line breaks become " | " before escaping, so the message stays readable.
+        crate::text::sanitize(&text.replace('\n', " | "), STDERR_CHARS)
     }
 }
 
@@ -64,6 +98,9 @@ impl WasiView for HostState {
 
 impl host::Host for HostState {
     fn log(&mut self, level: LogLevel, message: String) {
+        let Some(message) = self.admit_log(&message) else {
+            return;
+        };
         let plugin = self.plugin_name.as_str();
         match level {
             LogLevel::Trace => tracing::trace!(plugin, "{message}"),
@@ -81,5 +118,27 @@ impl host::Host for HostState {
             .iter()
             .map(|_| Err("no judge model configured".to_string()))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_are_escaped_cut_and_budgeted_per_call() {
+        let mut state = HostState::new("p", StoreLimits::default());
+        assert_eq!(
+            state.admit_log("fine\nERROR forged host line").unwrap(),
+            "fine\\nERROR forged host line"
+        );
+        assert!(state.admit_log(&"x".repeat(10_000)).unwrap().len() < 1100);
+        for _ in 2..LOG_LINES_PER_CALL {
+            assert!(state.admit_log("again").is_some());
+        }
+        assert!(state.admit_log("one too many").unwrap().contains("dropped"));
+        assert!(state.admit_log("silent").is_none());
+        state.begin_call();
+        assert_eq!(state.admit_log("next call").as_deref(), Some("next call"));
     }
 }

@@ -175,6 +175,7 @@ impl PluginInstance {
             None => self.instantiate()?,
         };
         live.store.set_epoch_deadline(self.deadline_ticks());
+        live.store.data_mut().begin_call();
         let name = &self.plugin.metadata.name;
         match f(&mut live.store, &live.exports) {
             None => {
@@ -349,10 +350,7 @@ fn describe_error(error: &wasmtime::Error, stderr: &str) -> String {
         message.truncate(cut);
     }
     if !stderr.is_empty() {
-        message.push_str(&format!(
-            " (plugin stderr: {})",
-            stderr.replace('\n', " | ")
-        ));
+        message.push_str(&format!(" (plugin stderr: {stderr})"));
     }
     message
 }

@@ -21,6 +21,7 @@ pub mod plugin;
 pub mod rows;
 pub mod scoring;
 pub mod stats;
+pub mod text;
 
 pub use bindings::*;
 pub use error::RuntimeError;

@@ -163,13 +163,31 @@ fn parse_section(data: &[u8]) -> Result<PluginMetadata, MetadataError> {
         Version::parse(&raw).map_err(|e| MetadataError::Malformed(format!("{key} {raw:?}: {e}")))
     };
     let kind_text = field("kind")?;
+    let name = field("name")?;
+    if !valid_name(&name) {
+        return Err(MetadataError::Malformed(format!(
+            "plugin name {:?}: 1 to {MAX_NAME_CHARS} characters of letters, digits, '-' and '_'",
+            crate::text::sanitize(&name, 80)
+        )));
+    }
     Ok(PluginMetadata {
-        name: field("name")?,
+        name,
         version: version("version")?,
         kind: PluginKind::parse(&kind_text)
             .ok_or_else(|| MetadataError::Malformed(format!("unknown kind {kind_text:?}")))?,
         api_version: version("api-version")?,
     })
+}
+
+/// The longest plugin name (cargo's limit for package names).
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// Names go into every output row and log line: short and plain.
+fn valid_name(name: &str) -> bool {
+    (1..=MAX_NAME_CHARS).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Whether a plugin built against `plugin` runs on a host implementing `host`:
@@ -221,6 +239,28 @@ mod tests {
             parse_section(b"kind=judge\nname=x\nversion=1.0.0\napi-version=0.1.0"),
             Err(MetadataError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn names_are_short_and_plain() {
+        let section = |name: &str| {
+            format!("api-version=0.1.0\nkind=rubric\nname={name}\nversion=1.0.0\n").into_bytes()
+        };
+        assert!(parse_section(&section("math-answer")).is_ok());
+        for bad in [
+            "x".repeat(65),
+            "evil\u{1b}[2J".to_string(),
+            "has space".to_string(),
+            String::new(),
+            "dots.and/slashes".to_string(),
+        ] {
+            let err = parse_section(&section(&bad)).unwrap_err().to_string();
+            assert!(err.contains("plugin name"), "{err}");
+            assert!(
+                !err.contains('\u{1b}'),
+                "the error itself is escaped: {err:?}"
+            );
+        }
     }
 
     #[test]
