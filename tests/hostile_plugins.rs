@@ -166,7 +166,7 @@ fn wrong_kind_is_refused_where_a_rubric_is_needed() {
 }
 
 #[test]
-fn a_trap_fails_only_its_batch_in_a_scoring_run() {
+fn a_trap_fails_only_its_sample_in_a_scoring_run() {
     use verifine_runtime::scoring::{RewardPlugins, score_all};
     let runtime = runtime();
     let function = RewardPlugins::load(
@@ -182,6 +182,14 @@ fn a_trap_fails_only_its_batch_in_a_scoring_run() {
         .collect();
     let scored = score_all(&function, &samples, 2, 1, &|_| {}).unwrap();
     let failed: Vec<bool> = scored.iter().map(|s| s.error.is_some()).collect();
-    assert_eq!(failed, [false, false, true, true, false, false]);
+    // The trapping batch is judged again sample by sample: its neighbour
+    // (sample 3) is scored, only the panicking sample fails.
+    assert_eq!(failed, [false, false, true, false, false, false]);
+    assert!(
+        scored[2].error.as_ref().unwrap().contains("panic"),
+        "{:?}",
+        scored[2].error
+    );
+    assert_eq!(scored[3].total, Some(1.0));
     assert_eq!(scored[4].total, Some(1.0));
 }

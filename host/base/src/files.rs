@@ -2,7 +2,7 @@
 //! a failure never leaves a half-written file.
 
 use serde::de::DeserializeOwned;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -43,26 +43,51 @@ impl FileError {
     }
 }
 
-/// Reads one JSON value per non-blank line. A malformed line is an error
-/// naming `file:line`.
+/// The longest row a JSONL file may hold: a longer one is refused with its
+/// `file:line` before it is read whole (or reaches a plugin).
+pub const MAX_ROW_BYTES: usize = 16 << 20;
+
+/// Reads one JSON value per non-blank line. A malformed line, or one longer
+/// than [`MAX_ROW_BYTES`], is an error naming `file:line`.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FileError> {
     let file = std::fs::File::open(path).map_err(|e| FileError::io("opening", path, e))?;
+    let mut reader = BufReader::new(file);
+    let line_error = |line: usize, message: String| FileError::Line {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
     let mut rows = Vec::new();
-    for (index, line) in BufReader::new(file).lines().enumerate() {
-        let line_no = index + 1;
-        let line = line.map_err(|e| FileError::Line {
-            path: path.to_path_buf(),
-            line: line_no,
-            message: format!("unreadable line: {e}"),
-        })?;
+    let mut bytes = Vec::new();
+    for line_no in 1.. {
+        bytes.clear();
+        let read = (&mut reader)
+            .take(MAX_ROW_BYTES as u64 + 1)
+            .read_until(b'\n', &mut bytes)
+            .map_err(|e| line_error(line_no, format!("unreadable line: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        if bytes.last() == Some(&b'\n') {
+            bytes.pop();
+            if bytes.last() == Some(&b'\r') {
+                bytes.pop();
+            }
+        } else if bytes.len() > MAX_ROW_BYTES {
+            return Err(line_error(
+                line_no,
+                format!(
+                    "a row of more than {} MiB; rows are capped",
+                    MAX_ROW_BYTES >> 20
+                ),
+            ));
+        }
+        let line = std::str::from_utf8(&bytes)
+            .map_err(|e| line_error(line_no, format!("unreadable line: {e}")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let row = serde_json::from_str(&line).map_err(|e| FileError::Line {
-            path: path.to_path_buf(),
-            line: line_no,
-            message: e.to_string(),
-        })?;
+        let row = serde_json::from_str(line).map_err(|e| line_error(line_no, e.to_string()))?;
         rows.push(row);
     }
     Ok(rows)
@@ -210,6 +235,32 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "{\"id\":1}\n");
         assert_ne!(temporary_sibling(&out), temporary_sibling(&out));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_overlong_row_is_refused_with_its_line_before_it_is_read_whole() {
+        let dir = std::env::temp_dir().join(format!("verifine-long-row-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rows.jsonl");
+        let mut text = String::from("{\"a\":1}\r\n{\"a\":\"");
+        text.push_str(&"x".repeat(MAX_ROW_BYTES + 10));
+        text.push_str("\"}\n");
+        std::fs::write(&path, text).unwrap();
+        let err = read_jsonl::<serde_json::Value>(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("rows.jsonl:2:") && err.contains("MiB"),
+            "{err}"
+        );
+        // A file of ordinary rows (CRLF ends too) reads as before.
+        std::fs::write(&path, "{\"a\":1}\r\n\n{\"a\":2}").unwrap();
+        let rows: Vec<serde_json::Value> = read_jsonl(&path).unwrap();
+        assert_eq!(
+            rows,
+            [serde_json::json!({"a": 1}), serde_json::json!({"a": 2})]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -7,7 +7,8 @@
 
 use crate::error::{Result, RuntimeError};
 use crate::{
-    Context, Criterion, Judgment, Plugin, PluginInstance, PluginKind, Runtime, Sample, Scoring,
+    Context, Criterion, Judgment, Plugin, PluginError, PluginInstance, PluginKind, Runtime, Sample,
+    Scoring,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -124,24 +125,35 @@ pub struct Scorer {
 }
 
 impl Scorer {
-    /// Scores one batch; failures are per sample (a trap fails its whole batch).
+    /// Scores one batch; failures are per sample. When the rubric's batch
+    /// call fails (a trap on one sample, say), the samples are judged one by
+    /// one, so only the ones that fail alone fail; a batch that ran out of
+    /// time is not retried (that would multiply the wait).
     pub fn score_batch(&mut self, step: u64, round: u32, samples: &[Sample]) -> Vec<ScoredSample> {
         let ctx = |config: &str| Context {
             step,
             round,
             config: config.to_string(),
         };
-        let judgments = match self
-            .rubric
-            .judge(&ctx(&self.function.rubric_config), samples)
-        {
+        let rubric_ctx = ctx(&self.function.rubric_config);
+        let judgments = match self.rubric.judge(&rubric_ctx, samples) {
             Ok(judgments) => judgments,
-            Err(e) => {
+            Err(e @ PluginError::Timeout { .. }) => {
                 return samples
                     .iter()
                     .map(|_| ScoredSample::failed(e.to_string()))
                     .collect();
             }
+            Err(e) if samples.len() == 1 => vec![Err(e.to_string())],
+            Err(_) => samples
+                .iter()
+                .map(
+                    |sample| match self.rubric.judge(&rubric_ctx, std::slice::from_ref(sample)) {
+                        Ok(mut one) => one.pop().unwrap_or_else(|| Err("no judgment".to_string())),
+                        Err(e) => Err(e.to_string()),
+                    },
+                )
+                .collect(),
         };
 
         // Which judged samples need the aggregator, and their inputs.
