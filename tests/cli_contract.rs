@@ -211,6 +211,46 @@ fn agree_names_file_and_line_of_a_bad_field() {
 }
 
 #[test]
+fn agree_refuses_a_nan_threshold_and_duplicate_ids_in_either_file() {
+    let dir = scratch_dir("agree-hostile");
+    let (pred, gold) = (dir.join("p.jsonl"), dir.join("g.jsonl"));
+    write_rows(
+        &gold,
+        &[
+            json!({"id": 1, "label": true}),
+            json!({"id": 2, "label": false}),
+        ],
+    );
+    // A duplicate prediction id that gold does not have is still a duplicate.
+    write_rows(
+        &pred,
+        &[
+            json!({"id": 1, "total": 0.9}),
+            json!({"id": 2, "total": 0.1}),
+            json!({"id": 7, "total": 0.5}),
+            json!({"id": 7, "total": 0.6}),
+        ],
+    );
+    let err = agree(&AgreeArgs::new(pred.clone(), gold.clone())).unwrap_err();
+    assert!(err.to_string().contains("p.jsonl:4: duplicate id"), "{err}");
+    write_rows(
+        &pred,
+        &[
+            json!({"id": 1, "total": 0.9}),
+            json!({"id": 2, "total": 0.1}),
+        ],
+    );
+    let nan = AgreeArgs {
+        threshold: Some(f64::NAN),
+        ..AgreeArgs::new(pred.clone(), gold.clone())
+    };
+    assert!(agree(&nan).unwrap_err().to_string().contains("--threshold"));
+    // The same files with a sane threshold agree perfectly.
+    let report = agree(&AgreeArgs::new(pred, gold)).unwrap();
+    assert_eq!(report.metrics["balanced_f1"].value, 1.0);
+}
+
+#[test]
 fn plugin_list_inspect_and_check() {
     let runtime = Runtime::new(Limits::default()).unwrap();
     let listed = list(&runtime).unwrap();

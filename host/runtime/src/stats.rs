@@ -160,21 +160,39 @@ impl Confusion {
     }
 
     /// F1 of the positive class: harmonic mean of precision and recall.
+    ///
+    /// Undefined (NaN, reported as null) when the positive class appears
+    /// neither in the gold labels nor in the predictions.
     pub fn f1(&self) -> f64 {
+        if self.tp + self.fp + self.fn_ == 0 {
+            return f64::NAN;
+        }
         harmonic(self.precision(), self.recall())
     }
 
-    /// F1 of the negative class.
+    /// F1 of the negative class; undefined (NaN) when no label and no
+    /// prediction is negative.
     pub fn negative_f1(&self) -> f64 {
+        if self.tn + self.fp + self.fn_ == 0 {
+            return f64::NAN;
+        }
         harmonic(
             ratio(self.tn, self.tn + self.fn_),
             ratio(self.tn, self.tn + self.fp),
         )
     }
 
-    /// Mean of positive- and negative-class F1.
+    /// Mean of the positive- and negative-class F1 over the classes that
+    /// occur: a perfect prediction of an all-positive set scores 1, not 0.5.
     pub fn balanced_f1(&self) -> f64 {
-        (self.f1() + self.negative_f1()) / 2.0
+        let defined: Vec<f64> = [self.f1(), self.negative_f1()]
+            .into_iter()
+            .filter(|f| !f.is_nan())
+            .collect();
+        if defined.is_empty() {
+            return f64::NAN;
+        }
+        defined.iter().sum::<f64>() / defined.len() as f64
     }
 }
 
@@ -194,25 +212,43 @@ fn harmonic(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Pearson correlation of the indexed pairs (NaN when either side is constant).
+/// Pearson correlation of the indexed pairs: undefined (NaN) when either side
+/// is constant or not finite. Deviations are scaled by their largest size
+/// before squaring, so values near 1e200 neither overflow nor vanish.
 pub fn pearson(x: &[f64], y: &[f64], indices: &[usize]) -> f64 {
-    let n = indices.len() as f64;
     if indices.len() < 2 {
         return f64::NAN;
     }
-    let mx = indices.iter().map(|&i| x[i]).sum::<f64>() / n;
-    let my = indices.iter().map(|&i| y[i]).sum::<f64>() / n;
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for &i in indices {
-        let (dx, dy) = (x[i] - mx, y[i] - my);
-        sxy += dx * dy;
-        sxx += dx * dx;
-        syy += dy * dy;
-    }
-    if sxx == 0.0 || syy == 0.0 {
+    let Some((dx, dy)) = scaled_deviations(x, indices).zip(scaled_deviations(y, indices)) else {
         return f64::NAN;
+    };
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in dx.iter().zip(&dy) {
+        sxy += a * b;
+        sxx += a * a;
+        syy += b * b;
     }
-    sxy / (sxx * syy).sqrt()
+    (sxy / (sxx * syy).sqrt()).clamp(-1.0, 1.0)
+}
+
+/// Deviations from the mean divided by the largest one; `None` when the
+/// values are constant (exactly: a computed mean's rounding does not make a
+/// constant series vary) or not all finite.
+fn scaled_deviations(values: &[f64], indices: &[usize]) -> Option<Vec<f64>> {
+    let first = values[indices[0]];
+    if indices.iter().any(|&i| !values[i].is_finite())
+        || indices.iter().all(|&i| values[i] == first)
+    {
+        return None;
+    }
+    // A running mean: no sum of large values to overflow.
+    let mut mean = 0.0;
+    for (k, &i) in indices.iter().enumerate() {
+        mean += (values[i] - mean) / (k + 1) as f64;
+    }
+    let deviations: Vec<f64> = indices.iter().map(|&i| values[i] - mean).collect();
+    let scale = deviations.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+    (scale > 0.0 && scale.is_finite()).then(|| deviations.iter().map(|d| d / scale).collect())
 }
 
 /// Spearman correlation: Pearson on ranks, ties given their average rank.
@@ -257,6 +293,33 @@ mod tests {
 
     fn all(n: usize) -> Vec<usize> {
         (0..n).collect()
+    }
+
+    #[test]
+    fn a_class_that_never_occurs_leaves_balanced_f1_to_the_other() {
+        let perfect_positive = Confusion::from_pairs(&[true; 4], &[true; 4], &all(4));
+        assert_eq!(perfect_positive.f1(), 1.0);
+        assert!(perfect_positive.negative_f1().is_nan());
+        assert_eq!(perfect_positive.balanced_f1(), 1.0);
+        let perfect_negative = Confusion::from_pairs(&[false; 3], &[false; 3], &all(3));
+        assert_eq!(perfect_negative.balanced_f1(), 1.0);
+        // A class present on one side only is defined, and scores 0.
+        let all_wrong = Confusion::from_pairs(&[true; 2], &[false; 2], &all(2));
+        assert_eq!(all_wrong.balanced_f1(), 0.0);
+    }
+
+    #[test]
+    fn pearson_is_undefined_for_constant_or_non_finite_series_and_scales_large_ones() {
+        let constant = [0.1; 7];
+        let varying = [0.3, 0.1, 0.7, 0.2, 0.9, 0.4, 0.5];
+        assert!(pearson(&constant, &varying, &all(7)).is_nan());
+        assert!(pearson(&[1.0, f64::INFINITY], &[1.0, 2.0], &all(2)).is_nan());
+        let huge: Vec<f64> = varying.iter().map(|v| v * 1e200).collect();
+        let tiny: Vec<f64> = varying.iter().map(|v| v * 1e-200).collect();
+        assert!((pearson(&huge, &varying, &all(7)) - 1.0).abs() < 1e-12);
+        assert!((pearson(&tiny, &huge, &all(7)) - 1.0).abs() < 1e-12);
+        let reversed: Vec<f64> = varying.iter().map(|v| -v * 1e200).collect();
+        assert!((pearson(&reversed, &varying, &all(7)) + 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -163,12 +163,25 @@ fn rows_by_id(path: &Path) -> Result<Vec<(String, usize, Value)>> {
 
 /// Joins predictions with gold labels on `id` and computes agreement.
 pub fn agree(args: &AgreeArgs) -> Result<AgreeReport> {
+    if let Some(t) = args.threshold
+        && !t.is_finite()
+    {
+        bail!("--threshold must be a finite number, not {t}");
+    }
     let pred_rows = rows_by_id(&args.pred)?;
     let gold_rows = rows_by_id(&args.gold)?;
     let mut gold_index: HashMap<&str, (usize, &Value)> = HashMap::new();
     for (id, line, row) in &gold_rows {
         if gold_index.insert(id, (*line, row)).is_some() {
             bail!("{}:{line}: duplicate id {id:?}", args.gold.display());
+        }
+    }
+    // A duplicate id is an error in either file, whether or not the other
+    // file has that id.
+    let mut pred_ids = std::collections::HashSet::new();
+    for (id, line, _) in &pred_rows {
+        if !pred_ids.insert(id.as_str()) {
+            bail!("{}:{line}: duplicate id {id:?}", args.pred.display());
         }
     }
 
@@ -179,9 +192,7 @@ pub fn agree(args: &AgreeArgs) -> Result<AgreeReport> {
         let Some((gold_line, gold_row)) = gold_index.get(id.as_str()) else {
             continue;
         };
-        if !matched.insert(id.as_str()) {
-            bail!("{}:{line}: duplicate id {id:?}", args.pred.display());
-        }
+        matched.insert(id.as_str());
         let pred = read_field(row, &args.pred_field, &args.pred, *line)?;
         let gold = read_field(gold_row, &args.gold_field, &args.gold, *gold_line)?;
         match (pred, gold) {
