@@ -353,3 +353,60 @@ fn a_stored_revision_replaced_behind_the_runs_back_is_refused_on_resume() {
     );
     assert!(events(&run).iter().any(|e| e["event"] == "resumed"));
 }
+
+#[test]
+#[cfg(unix)]
+fn whatever_lands_in_the_inbox_or_the_watched_directory_is_refused_and_the_run_goes_on() {
+    let run = run_dir("hostile-inbox");
+    let watch = run.parent().unwrap().join("incoming");
+    let incoming = watch.join("rubric");
+    std::fs::create_dir_all(&incoming).unwrap();
+    let mkfifo = |path: &Path| {
+        let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(status.success());
+    };
+    // Watched directory: a directory, a FIFO (reading it would block), an
+    // oversized (sparse) file, and a symlink.
+    std::fs::create_dir_all(incoming.join("dir.wasm")).unwrap();
+    mkfifo(&incoming.join("fifo.wasm"));
+    std::fs::File::create(incoming.join("huge.wasm"))
+        .unwrap()
+        .set_len(200 << 20)
+        .unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", incoming.join("link.wasm")).unwrap();
+    // Inbox: a stray file where a request directory belongs, a request whose
+    // request.json is a FIFO, and a promotion whose plugin.wasm is one.
+    let inbox = run.join("inbox/rubric");
+    std::fs::create_dir_all(&inbox).unwrap();
+    std::fs::write(inbox.join("000-stray"), b"not a directory").unwrap();
+    std::fs::create_dir_all(inbox.join("001-fifo-request")).unwrap();
+    mkfifo(&inbox.join("001-fifo-request/request.json"));
+    let request = promote(&run, b"placeholder", "fifo-plugin.wasm");
+    std::fs::remove_file(request.join("plugin.wasm")).unwrap();
+    mkfifo(&request.join("plugin.wasm"));
+
+    let mut config = tiny("math-answer", 2);
+    config.hot_swap.watch_dir = Some(watch.clone());
+    std::fs::remove_file(run.join("config.toml")).unwrap();
+    let summary = train(&config, &run).unwrap();
+    assert_eq!(summary.steps, 5, "the run finished");
+
+    let events = events(&run);
+    let refused: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "refused")
+        .map(|e| e["reasons"].to_string())
+        .collect();
+    assert_eq!(refused.len(), 7, "{events:#?}");
+    assert!(refused.iter().any(|r| r.contains("more than")), "{refused:?}");
+    assert!(refused.iter().filter(|r| r.contains("not a regular file")).count() >= 4);
+    assert!(refused.iter().any(|r| r.contains("not a request directory")));
+    for line in metrics(&run).iter().filter(|l| l["phase"] == "grpo") {
+        assert_eq!(line["plugins"][0]["name"], "math-answer", "{line}");
+    }
+    // Nothing is left to trip the next boundary or a resume.
+    assert_eq!(std::fs::read_dir(&inbox).unwrap().count(), 0);
+    for name in ["dir", "fifo", "huge", "link"] {
+        assert!(incoming.join(format!("{name}.wasm.refused")).exists(), "{name}");
+    }
+}

@@ -14,6 +14,46 @@ use crate::error::{HotswapError, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// The largest component a candidate may be (larger files are refused
+/// unread).
+pub const MAX_CANDIDATE_BYTES: u64 = 64 << 20;
+
+/// The largest `request.json`.
+const MAX_REQUEST_BYTES: u64 = 64 << 10;
+
+/// Reads `path` only if it is a regular file (not a directory, FIFO, socket
+/// or symlink: reading those could block or escape) of at most `max_bytes`;
+/// otherwise says why not.
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> std::result::Result<Vec<u8>, String> {
+    let metadata = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !metadata.file_type().is_file() {
+        return Err(format!(
+            "{} is not a regular file ({:?})",
+            path.display(),
+            metadata.file_type()
+        ));
+    }
+    if metadata.len() > max_bytes {
+        return Err(format!(
+            "{} has {} bytes, more than the {max_bytes} allowed",
+            path.display(),
+            metadata.len()
+        ));
+    }
+    std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))
+}
+
+/// Removes a request entry whatever it is (a directory, or a stray file).
+pub fn remove_entry(path: &Path) -> Result<()> {
+    let removed = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    };
+    removed.map_err(|e| HotswapError::io("removing", path, e))
+}
+
 /// What a request asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
@@ -40,9 +80,8 @@ pub struct Request {
 
 impl Request {
     /// The candidate's bytes (promotions).
-    pub fn plugin_bytes(&self) -> Result<Vec<u8>> {
-        let path = self.dir.join("plugin.wasm");
-        std::fs::read(&path).map_err(|e| HotswapError::io("reading", &path, e))
+    pub fn plugin_bytes(&self) -> std::result::Result<Vec<u8>, String> {
+        read_regular_file(&self.dir.join("plugin.wasm"), MAX_CANDIDATE_BYTES)
     }
 
     /// The shipped cases and their snapshots, when present.
@@ -53,7 +92,7 @@ impl Request {
 
     /// Removes the request once its outcome is recorded.
     pub fn done(&self) -> Result<()> {
-        std::fs::remove_dir_all(&self.dir).map_err(|e| HotswapError::io("removing", &self.dir, e))
+        remove_entry(&self.dir)
     }
 }
 
@@ -142,21 +181,22 @@ pub fn pending(run_dir: &Path) -> Result<Vec<Result<Request, Unreadable>>> {
                 continue;
             }
             let sequence = name.unwrap_or_default();
-            let request = std::fs::read(dir.join("request.json"))
-                .map_err(|e| e.to_string())
-                .and_then(|bytes| {
-                    serde_json::from_slice::<Action>(&bytes).map_err(|e| e.to_string())
-                })
-                .map(|action| Request {
-                    slot,
-                    dir: dir.clone(),
-                    action,
-                })
-                .map_err(|e| Unreadable {
-                    slot,
-                    dir: dir.clone(),
-                    reason: format!("unreadable request: {e}"),
-                });
+            let request = (if dir.is_dir() && !dir.is_symlink() {
+                read_regular_file(&dir.join("request.json"), MAX_REQUEST_BYTES)
+            } else {
+                Err(format!("{} is not a request directory", dir.display()))
+            })
+            .and_then(|bytes| serde_json::from_slice::<Action>(&bytes).map_err(|e| e.to_string()))
+            .map(|action| Request {
+                slot,
+                dir: dir.clone(),
+                action,
+            })
+            .map_err(|e| Unreadable {
+                slot,
+                dir: dir.clone(),
+                reason: format!("unreadable request: {e}"),
+            });
             found.push((sequence, request));
         }
     }

@@ -59,7 +59,7 @@ impl SwapOutcome {
             request.done()?;
         }
         for dir in &self.unreadable {
-            std::fs::remove_dir_all(dir).map_err(|e| HotswapError::io("removing", dir, e))?;
+            inbox::remove_entry(dir)?;
         }
         Ok(())
     }
@@ -187,7 +187,7 @@ impl LiveReward {
                         Err(e) => {
                             self.event(Event {
                                 live_before: Some(live_before),
-                                reasons: vec![format!("{e:#}")],
+                                reasons: vec![e],
                                 ..Event::new(step, request.slot, EventKind::Refused)
                             })?;
                             self.handled.push(name);
@@ -311,8 +311,13 @@ impl LiveReward {
     }
 
     /// Moves candidates dropped into `watch_dir/<slot>/` into the inbox;
-    /// each file is renamed to `*.taken` once handed in.
-    pub fn collect_watched(&self, watch_dir: &Path) -> Result<()> {
+    /// each file is renamed to `*.taken` once handed in. Only regular files
+    /// up to [`inbox::MAX_CANDIDATE_BYTES`] are read: anything else (a
+    /// directory, a FIFO, a symlink, an oversized file) is refused with an
+    /// event and renamed to `*.refused`. Write a candidate elsewhere and
+    /// rename it in: a half-written file is read as it is, and the gate
+    /// refuses it.
+    pub fn collect_watched(&self, watch_dir: &Path, step: usize) -> Result<()> {
         for slot in Slot::ALL {
             let Ok(entries) = std::fs::read_dir(watch_dir.join(slot.as_str())) else {
                 continue;
@@ -323,8 +328,20 @@ impl LiveReward {
                 .collect();
             files.sort();
             for file in files {
-                let bytes =
-                    std::fs::read(&file).map_err(|e| HotswapError::io("reading", &file, e))?;
+                let bytes = match inbox::read_regular_file(&file, inbox::MAX_CANDIDATE_BYTES) {
+                    Ok(bytes) => bytes,
+                    Err(reason) => {
+                        self.event(Event {
+                            reasons: vec![reason],
+                            ..Event::new(step, slot, EventKind::Refused)
+                        })?;
+                        if let Err(e) = std::fs::rename(&file, file.with_extension("wasm.refused"))
+                        {
+                            tracing::warn!(file = %file.display(), "could not set a refused candidate aside: {e}");
+                        }
+                        continue;
+                    }
+                };
                 let origin = Origin::Watched {
                     path: file.display().to_string(),
                 };

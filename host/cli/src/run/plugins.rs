@@ -80,7 +80,7 @@ impl StepHook for PluginReward {
     /// request is decided.
     fn at_boundary(&mut self, boundary: StepBoundary) -> Result<BoundaryOutcome, HookError> {
         if let Some(dir) = &self.hot_swap.watch_dir {
-            self.live.collect_watched(dir)?;
+            self.live.collect_watched(dir, boundary.step)?;
         }
         let agent = &self.hot_swap.agent;
         if !agent.command.is_empty()
