@@ -362,7 +362,10 @@ fn whatever_lands_in_the_inbox_or_the_watched_directory_is_refused_and_the_run_g
     let incoming = watch.join("rubric");
     std::fs::create_dir_all(&incoming).unwrap();
     let mkfifo = |path: &Path| {
-        let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
         assert!(status.success());
     };
     // Watched directory: a directory, a FIFO (reading it would block), an
@@ -398,15 +401,31 @@ fn whatever_lands_in_the_inbox_or_the_watched_directory_is_refused_and_the_run_g
         .map(|e| e["reasons"].to_string())
         .collect();
     assert_eq!(refused.len(), 7, "{events:#?}");
-    assert!(refused.iter().any(|r| r.contains("more than")), "{refused:?}");
-    assert!(refused.iter().filter(|r| r.contains("not a regular file")).count() >= 4);
-    assert!(refused.iter().any(|r| r.contains("not a request directory")));
+    assert!(
+        refused.iter().any(|r| r.contains("more than")),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .iter()
+            .filter(|r| r.contains("not a regular file"))
+            .count()
+            >= 4
+    );
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("not a request directory"))
+    );
     for line in metrics(&run).iter().filter(|l| l["phase"] == "grpo") {
         assert_eq!(line["plugins"][0]["name"], "math-answer", "{line}");
     }
     // Nothing is left to trip the next boundary or a resume.
     assert_eq!(std::fs::read_dir(&inbox).unwrap().count(), 0);
     for name in ["dir", "fifo", "huge", "link"] {
-        assert!(incoming.join(format!("{name}.wasm.refused")).exists(), "{name}");
+        assert!(
+            incoming.join(format!("{name}.wasm.refused")).exists(),
+            "{name}"
+        );
     }
 }

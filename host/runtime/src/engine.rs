@@ -1,9 +1,10 @@
 //! The one wasmtime engine, its epoch ticker and the on-disk code cache.
 
+use crate::code_cache::CodeCache;
 use crate::error::RuntimeError;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -83,27 +84,27 @@ impl SandboxEngine {
         &self,
         bytes: &[u8],
         sha256: &str,
-        cache: Option<&Path>,
+        cache: Option<&CodeCache>,
     ) -> Result<Component, wasmtime::Error> {
-        let Some(dir) = cache else {
+        let Some(cache) = cache else {
             return Component::new(&self.engine, bytes);
         };
-        let path = dir.join(format!("{sha256}-{}.cwasm", self.compatibility_key()));
-        // Read into memory rather than map the file: a mapping of a file that
-        // someone truncates later would fault (SIGBUS) while the code runs.
-        if let Ok(cached) = std::fs::read(&path) {
-            // SAFETY: cache entries are written only by `Component::serialize`
-            // of an engine with the same compatibility hash, under a name keyed
-            // by the sha256 of the source bytes, in the user's own cache
-            // directory; wasmtime still checks the header and rejects other files.
+        let engine_key = self.compatibility_key();
+        // `load` reads into memory rather than mapping the file (a mapping of
+        // a file someone truncates later would fault while the code runs) and
+        // returns only bytes whose tag verifies.
+        if let Some(cached) = cache.load(sha256, &engine_key) {
+            // SAFETY: the tag proves these are the bytes this user's runtime
+            // serialized from the source with this sha256 on a compatible
+            // engine (see code_cache.rs); wasmtime still checks the header.
             match unsafe { Component::deserialize(&self.engine, &cached) } {
                 Ok(component) => return Ok(component),
-                Err(e) => tracing::warn!("ignoring unreadable cache entry {}: {e}", path.display()),
+                Err(e) => tracing::warn!("ignoring an unreadable cache entry: {e}"),
             }
         }
         let component = Component::new(&self.engine, bytes)?;
-        if let Err(e) = store_atomically(&path, &component.serialize()?) {
-            tracing::warn!("could not cache compiled code at {}: {e}", path.display());
+        if let Err(e) = cache.store(sha256, &engine_key, &component.serialize()?) {
+            tracing::warn!("could not cache compiled code: {e}");
         }
         Ok(component)
     }
@@ -133,10 +134,4 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// Hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-/// Writes `bytes` to a temporary file beside `path` (an unpredictable name,
-/// opened exclusively) and renames it into place.
-pub fn store_atomically(path: &Path, bytes: &[u8]) -> Result<(), verifine_base::FileError> {
-    verifine_base::write_atomically(path, |w| std::io::Write::write_all(w, bytes))
 }

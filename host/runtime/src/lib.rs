@@ -10,6 +10,7 @@ pub mod bindings;
 pub mod builders;
 pub mod builtin;
 pub mod cases;
+pub mod code_cache;
 pub mod engine;
 pub mod error;
 pub mod host_state;

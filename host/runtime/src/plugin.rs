@@ -3,6 +3,7 @@
 
 use super::bindings::{aggregator, curriculum, rubric, trigger};
 use super::builtin::{BUILTIN_PLUGINS, builtin_names};
+use super::code_cache::CodeCache;
 use super::engine::{SandboxEngine, default_cache_dir, sha256_hex};
 use super::host_state::HostState;
 use super::instance::PluginInstance;
@@ -169,7 +170,7 @@ pub fn spec_bytes(spec: impl Into<PluginSpec>) -> Result<(Vec<u8>, String)> {
 pub struct Runtime {
     engine: SandboxEngine,
     linker: Linker<HostState>,
-    cache_dir: Option<PathBuf>,
+    cache: Option<CodeCache>,
     limits: Limits,
     allow_native: bool,
 }
@@ -195,7 +196,7 @@ impl Runtime {
         Ok(Runtime {
             engine,
             linker,
-            cache_dir,
+            cache: cache_dir.and_then(CodeCache::open),
             limits,
             allow_native: false,
         })
@@ -267,7 +268,7 @@ impl Runtime {
         let sha256 = sha256_hex(bytes);
         let component = self
             .engine
-            .compile(bytes, &sha256, self.cache_dir.as_deref())
+            .compile(bytes, &sha256, self.cache.as_ref())
             .map_err(|e| RuntimeError::Compile {
                 origin: origin.to_string(),
                 message: format!("{e:#}"),
@@ -357,6 +358,73 @@ mod tests {
                 .is_empty()
         );
         assert_ne!(std::fs::read(entry).unwrap(), b"garbage");
+    }
+
+    #[test]
+    fn cache_entries_are_run_only_when_their_tag_verifies() {
+        let cache = scratch("code-cache-hostile");
+        let runtime = Runtime::with_cache(Limits::default(), Some(cache.clone())).unwrap();
+        let aggregator = runtime.load("weighted-sum").unwrap();
+        let rubric = runtime.load("math-answer").unwrap();
+        let entry_of = |sha: &str| {
+            std::fs::read_dir(&cache)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(sha))
+                .unwrap()
+        };
+        let (aggregator_entry, rubric_entry) =
+            (entry_of(&aggregator.sha256), entry_of(&rubric.sha256));
+
+        // Another plugin's compiled code copied under the aggregator's key:
+        // it would run as "weighted-sum". Refused and recompiled instead.
+        std::fs::copy(&rubric_entry, &aggregator_entry).unwrap();
+        let loaded = runtime.load("weighted-sum").unwrap();
+        assert_eq!(loaded.kind(), PluginKind::Aggregator);
+        assert!(
+            loaded
+                .instance()
+                .aggregate(&crate::Context::empty(), &[])
+                .is_ok()
+        );
+
+        // Flipped bytes in the code (the tag kept) are never executed.
+        let mut bytes = std::fs::read(&rubric_entry).unwrap();
+        let middle = bytes.len() / 2;
+        for b in &mut bytes[middle..middle + 64] {
+            *b ^= 0xff;
+        }
+        std::fs::write(&rubric_entry, &bytes).unwrap();
+        let loaded = runtime.load("math-answer").unwrap();
+        let sample = crate::Sample::new("s", "q", "#### 4").with_reference("#### 4");
+        let judged = loaded
+            .instance()
+            .judge(&crate::Context::empty(), &[sample])
+            .unwrap();
+        assert!(judged[0].is_ok());
+        assert_ne!(std::fs::read(&rubric_entry).unwrap(), bytes, "rewritten");
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_cache_directory_others_may_write_to_is_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let cache = scratch("code-cache-open");
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let runtime = Runtime::with_cache(Limits::default(), Some(cache.clone())).unwrap();
+        let plugin = runtime.load("weighted-sum").unwrap();
+        assert!(
+            plugin
+                .instance()
+                .aggregate(&crate::Context::empty(), &[])
+                .is_ok()
+        );
+        assert_eq!(
+            std::fs::read_dir(&cache).unwrap().count(),
+            0,
+            "nothing cached"
+        );
     }
 
     #[test]
