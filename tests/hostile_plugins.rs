@@ -56,6 +56,26 @@ fn infinite_loop_hits_the_deadline() {
 }
 
 #[test]
+fn a_plugin_that_sleeps_in_a_host_call_is_stopped_at_once() {
+    let runtime = runtime();
+    let mut instance = load(&runtime, hostile::SLEEPER).instance();
+    let started = std::time::Instant::now();
+    let err = instance.judge(&ctx(), &[sample("s", "sleep")]).unwrap_err();
+    // The plugin asked for 20 s; the epoch deadline cannot interrupt a host
+    // call, so the timer itself must refuse.
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "the sleep was not stopped"
+    );
+    let PluginError::Trap { message, .. } = &err else {
+        panic!("expected a trap, got {err}");
+    };
+    assert!(message.contains("may not sleep"), "{message}");
+    recovers(&mut instance);
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
 fn allocation_bomb_hits_the_memory_cap() {
     let runtime = runtime();
     let mut instance = load(&runtime, hostile::ALLOC_BOMB).instance();

@@ -48,6 +48,7 @@ pub mod hostile {
     pub const PANICKER: &str = env!("HOSTILE_PANICKER");
     pub const FUTURE_API: &str = env!("HOSTILE_FUTURE_API");
     pub const WRONG_COUNT: &str = env!("HOSTILE_WRONG_COUNT");
+    pub const SLEEPER: &str = env!("HOSTILE_SLEEPER");
 }
 
 /// Native (host-target) shared libraries built by this crate's build script.

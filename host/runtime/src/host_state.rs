@@ -7,7 +7,8 @@
 
 use super::bindings::{LogLevel, ModelQuery, rubric::verifine::plugin::host};
 use wasmtime::StoreLimits;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Linker, Resource, ResourceTable};
+use wasmtime_wasi::p2::bindings::sync::io::poll::Pollable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -86,6 +87,37 @@ impl HostState {
         crate::text::sanitize(&text.replace('\n', " | "), STDERR_CHARS)
     }
 }
+
+/// Plugins never wait: WASI's timers (the only way a plugin can block in a
+/// host call, which the epoch deadline cannot interrupt) trap instead of
+/// sleeping. The contract gives plugins no clocks to wait on; Rust's
+/// `std::thread::sleep` lands here.
+pub fn forbid_waiting(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance(MONOTONIC_CLOCK)?;
+    clock.func_wrap(
+        "subscribe-duration",
+        |_, _: (u64,)| -> wasmtime::Result<(Resource<Pollable>,)> {
+            Err(wasmtime::format_err!("{WAITING}"))
+        },
+    )?;
+    clock.func_wrap(
+        "subscribe-instant",
+        |_, _: (u64,)| -> wasmtime::Result<(Resource<Pollable>,)> {
+            Err(wasmtime::format_err!("{WAITING}"))
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// The WASI interface whose timers [`forbid_waiting`] replaces (the version
+/// wasmtime-wasi defines; older 0.2 imports resolve to it).
+const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
+
+/// Why a plugin that tried to wait was stopped.
+const WAITING: &str =
+    "plugins may not sleep or wait on a timer (wasi:clocks/monotonic-clock subscribe)";
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {

@@ -188,6 +188,7 @@ impl Runtime {
         let mut linker = Linker::new(engine.engine());
         let engine_error = |e: wasmtime::Error| RuntimeError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
+        crate::host_state::forbid_waiting(&mut linker).map_err(engine_error)?;
         rubric::verifine::plugin::host::add_to_linker::<HostState, HasSelf<HostState>>(
             &mut linker,
             |state| state,
