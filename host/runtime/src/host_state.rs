@@ -6,7 +6,6 @@
 //! host reads stderr to explain a trap (a panic message, an allocation failure).
 
 use super::bindings::{LogLevel, ModelQuery, rubric::verifine::plugin::host};
-use wasmtime::StoreLimits;
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::sync::io::poll::Pollable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -28,8 +27,8 @@ pub const STDERR_CHARS: usize = 2000;
 pub struct HostState {
     /// The plugin's name; tags its log lines.
     pub plugin_name: String,
-    /// Memory caps, read by the store's limiter.
-    pub limits: StoreLimits,
+    /// The store's resource limiter (memory, tables, instances).
+    pub limits: crate::limiter::SandboxLimiter,
     wasi: WasiCtx,
     table: ResourceTable,
     stderr: MemoryOutputPipe,
@@ -39,7 +38,7 @@ pub struct HostState {
 
 impl HostState {
     /// A sandbox with no capabilities and the given memory limits.
-    pub fn new(plugin_name: &str, limits: StoreLimits) -> Self {
+    pub fn new(plugin_name: &str, limits: crate::limiter::SandboxLimiter) -> Self {
         let stderr = MemoryOutputPipe::new(OUTPUT_CAPACITY);
         let wasi = WasiCtxBuilder::new()
             .stdout(MemoryOutputPipe::new(OUTPUT_CAPACITY))
@@ -159,7 +158,7 @@ mod tests {
 
     #[test]
     fn log_lines_are_escaped_cut_and_budgeted_per_call() {
-        let mut state = HostState::new("p", StoreLimits::default());
+        let mut state = HostState::new("p", crate::limiter::SandboxLimiter::new(1 << 20));
         assert_eq!(
             state.admit_log("fine\nERROR forged host line").unwrap(),
             "fine\\nERROR forged host line"

@@ -16,9 +16,10 @@ use super::bindings::{
 use super::engine::EPOCH_TICK;
 use super::host_state::HostState;
 use super::plugin::{Code, KindPre, Limits, Plugin};
+use crate::limiter::SandboxLimiter;
 use std::sync::Arc;
 use thiserror::Error;
-use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime::{Store, Trap};
 
 /// A call that did not produce a result.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -138,10 +139,7 @@ impl PluginInstance {
                 message: "a native plugin has no sandbox to instantiate".to_string(),
             });
         };
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(code.limits.memory_bytes())
-            .trap_on_grow_failure(true)
-            .build();
+        let limits = SandboxLimiter::new(code.limits.memory_bytes());
         let mut store = Store::new(
             code.engine.engine(),
             HostState::new(&plugin.metadata.name, limits),

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod host_state;
 pub mod instance;
+pub mod limiter;
 pub mod metadata;
 #[cfg(feature = "native")]
 pub mod native;

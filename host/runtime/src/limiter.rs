@@ -1,0 +1,106 @@
+//! What one plugin instance may hold, in total: the bytes of all its linear
+//! memories and tables count against one budget (`memory_mib`), and the
+//! numbers of instances, memories and tables are capped, so a component
+//! with many memories or a table grown to millions of elements is stopped
+//! like a single growing memory.
+
+use wasmtime::ResourceLimiter;
+
+/// Bytes one table element is counted as (a function reference and its
+/// bookkeeping, rounded up).
+const TABLE_ELEMENT_BYTES: usize = 16;
+
+/// Core and component instances one plugin may create.
+pub const MAX_INSTANCES: usize = 100;
+/// Linear memories one plugin may create.
+pub const MAX_MEMORIES: usize = 10;
+/// Tables one plugin may create.
+pub const MAX_TABLES: usize = 100;
+
+/// Counts every memory and table growth of one store against `budget` bytes.
+#[derive(Debug)]
+pub struct SandboxLimiter {
+    budget: usize,
+    used: usize,
+}
+
+impl SandboxLimiter {
+    /// A limiter allowing `budget` bytes in all.
+    pub fn new(budget: usize) -> Self {
+        SandboxLimiter { budget, used: 0 }
+    }
+
+    /// Bytes held so far.
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    fn grow(&mut self, extra: usize, what: &str) -> wasmtime::Result<bool> {
+        match self.used.checked_add(extra) {
+            Some(total) if total <= self.budget => {
+                self.used = total;
+                Ok(true)
+            }
+            _ => Err(wasmtime::format_err!(
+                "plugin memory limit of {} MiB reached ({what} growth of {extra} bytes with {} bytes in use)",
+                self.budget >> 20,
+                self.used
+            )),
+        }
+    }
+}
+
+impl ResourceLimiter for SandboxLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.grow(desired.saturating_sub(current), "memory")
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let extra = desired
+            .saturating_sub(current)
+            .saturating_mul(TABLE_ELEMENT_BYTES);
+        self.grow(extra, "table")
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_memories_and_tables_share_one_budget() {
+        let mut limiter = SandboxLimiter::new(10 << 20);
+        // Several memories of 4 MiB each: the third goes over 10 MiB.
+        assert!(limiter.memory_growing(0, 4 << 20, None).unwrap());
+        assert!(limiter.memory_growing(0, 4 << 20, None).unwrap());
+        let err = limiter.memory_growing(0, 4 << 20, None).unwrap_err();
+        assert!(err.to_string().contains("memory limit of 10 MiB"), "{err}");
+        // A table of a million elements counts too.
+        let err = limiter.table_growing(0, 1_000_000, None).unwrap_err();
+        assert!(err.to_string().contains("table growth"), "{err}");
+        assert!(limiter.table_growing(10, 1000, None).unwrap());
+        assert_eq!(limiter.used(), (8 << 20) + 990 * TABLE_ELEMENT_BYTES);
+    }
+}
