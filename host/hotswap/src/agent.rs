@@ -4,12 +4,13 @@
 //! builds it when needed; the gate then decides, exactly as for a revision
 //! handed in by a person.
 
+use super::confined;
 use super::plugin_crate;
 use super::revision::{Origin, RevisionRecord};
 use crate::error::{HotswapError, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// When and how the agent is asked (`[hot_swap.agent]`).
@@ -30,6 +31,20 @@ pub struct AgentConfig {
     /// Where revised crates are compiled (default: see
     /// [`plugin_crate::target_dir`]).
     pub build_target_dir: Option<PathBuf>,
+    /// What is taken from the agent: `crate` (a `revised/` crate, built by
+    /// verifine, or `revised.wasm`) or `component` (only `revised.wasm`: no
+    /// agent-written `build.rs` or proc-macro ever runs here).
+    pub accept: Accept,
+}
+
+/// What a revision agent may hand in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Accept {
+    /// A source crate (built with cargo, confined) or a component.
+    Crate,
+    /// A component only.
+    Component,
 }
 
 impl Default for AgentConfig {
@@ -41,6 +56,7 @@ impl Default for AgentConfig {
             min_disputed: 1,
             timeout_seconds: 600,
             build_target_dir: None,
+            accept: Accept::Crate,
         }
     }
 }
@@ -100,43 +116,30 @@ pub fn ask(
     verifine_base::files::write_jsonl(&dir.join("disputed.jsonl"), disputed)?;
     write("INSTRUCTIONS.md", INSTRUCTIONS.as_bytes())?;
 
-    let log_path = dir.join("agent.log");
-    let log_error = |e| HotswapError::io("creating", &log_path, e);
-    let log = std::fs::File::create(&log_path).map_err(log_error)?;
-    let absolute = std::fs::canonicalize(dir).map_err(|e| HotswapError::io("reading", dir, e))?;
-    let mut child = Command::new(program)
-        .args(args)
-        .arg(absolute)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(log_error)?)
-        .stderr(log)
-        .spawn()
-        .map_err(|e| {
-            HotswapError::Agent(format!("starting the revision command {program}: {e}"))
-        })?;
+    // One deadline for the agent and the build of what it wrote; both run
+    // confined (allow-listed environment, own process group, bounded output).
     let deadline = Instant::now() + Duration::from_secs(config.timeout_seconds);
-    let status = loop {
-        let exited = child
-            .try_wait()
-            .map_err(|e| HotswapError::Agent(format!("waiting for {program}: {e}")))?;
-        if let Some(status) = exited {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(HotswapError::Agent(format!(
-                "the revision command ran past {} s and was stopped (log: {})",
-                config.timeout_seconds,
-                log_path.display()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let log_path = dir.join("agent.log");
+    let absolute = std::fs::canonicalize(dir).map_err(|e| HotswapError::io("reading", dir, e))?;
+    let mut command = Command::new(program);
+    command.args(args).arg(absolute).current_dir(dir);
+    let finished = confined::run(command, deadline);
+    let log = match &finished {
+        Ok(f) => f.output.clone(),
+        Err(_) => String::new(),
     };
-    if !status.success() {
+    std::fs::write(&log_path, log).map_err(|e| HotswapError::io("writing", &log_path, e))?;
+    let finished = finished.map_err(|e| {
+        HotswapError::Agent(format!(
+            "the revision command {program} {e} (after at most {} s; log: {})",
+            config.timeout_seconds,
+            log_path.display()
+        ))
+    })?;
+    if !finished.status.success() {
         return Err(HotswapError::Agent(format!(
-            "the revision command failed with {status} (log: {})",
+            "the revision command failed with {} (log: {})",
+            finished.status,
             log_path.display()
         )));
     }
@@ -146,19 +149,27 @@ pub fn ask(
     };
     let wasm = dir.join("revised.wasm");
     if wasm.exists() {
+        let bytes = super::inbox::read_regular_file(&wasm, super::inbox::MAX_CANDIDATE_BYTES)
+            .map_err(HotswapError::Agent)?;
         return Ok(Some(Answer {
-            bytes: std::fs::read(&wasm).map_err(|e| HotswapError::io("reading", &wasm, e))?,
+            bytes,
             cases: None,
             origin,
         }));
     }
     let revised = dir.join("revised");
+    if revised.join("Cargo.toml").exists() && config.accept == Accept::Component {
+        return Err(HotswapError::Agent(format!(
+            "the agent wrote a crate ({}), but accept = \"component\" takes only revised.wasm",
+            revised.display()
+        )));
+    }
     if revised.join("Cargo.toml").exists() {
         let target = config
             .build_target_dir
             .clone()
             .unwrap_or_else(plugin_crate::target_dir);
-        let (bytes, _) = plugin_crate::build(&revised, &target)?;
+        let (bytes, _) = plugin_crate::build_confined(&revised, &target, deadline)?;
         let cases = revised.join("cases.jsonl");
         return Ok(Some(Answer {
             bytes,

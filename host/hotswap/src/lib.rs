@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod confined;
 pub mod error;
 pub mod events;
 pub mod gate;

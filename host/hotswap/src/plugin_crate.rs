@@ -53,6 +53,43 @@ pub fn build(dir: &Path, target_dir: &Path) -> Result<(Vec<u8>, PathBuf)> {
     Ok((bytes, path))
 }
 
+/// Builds the plugin crate in `dir` like [`build`], but as code someone else
+/// wrote: cargo (and so the crate's `build.rs` and proc-macros) runs
+/// confined (allow-listed environment, its own process group, bounded
+/// output), offline, and is killed with everything it started at `deadline`.
+pub fn build_confined(
+    dir: &Path,
+    target_dir: &Path,
+    deadline: std::time::Instant,
+) -> Result<(Vec<u8>, PathBuf)> {
+    let name = package_name(dir)?;
+    verifine_wasm_build::try_ensure_target_installed().map_err(|e| crate_error(dir, e))?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command
+        .args(["build", "--release", "--offline", "--target"])
+        .arg(verifine_wasm_build::TARGET)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"));
+    let finished = crate::confined::run(command, deadline)
+        .map_err(|e| crate_error(dir, format!("cargo build {e}")))?;
+    if !finished.status.success() {
+        return Err(crate_error(
+            dir,
+            format!("cargo build failed:\n{}", finished.output),
+        ));
+    }
+    let path = target_dir
+        .join(verifine_wasm_build::TARGET)
+        .join("release")
+        .join(format!("{}.wasm", name.replace('-', "_")));
+    let bytes = crate::inbox::read_regular_file(&path, crate::inbox::MAX_CANDIDATE_BYTES)
+        .map_err(|e| crate_error(dir, e))?;
+    Ok((bytes, path))
+}
+
 /// Copies the crate in `source` to `dest` so it builds there on its own:
 /// relative `path` dependencies become absolute, the copy is its own
 /// workspace, and the nearest `Cargo.lock` above `source` comes along so
