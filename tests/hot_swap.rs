@@ -429,3 +429,28 @@ fn whatever_lands_in_the_inbox_or_the_watched_directory_is_refused_and_the_run_g
         );
     }
 }
+
+#[test]
+fn a_candidate_that_behaves_only_at_step_zero_is_not_promoted() {
+    let run = run_dir("two-faced");
+    // Honest at step 0 (where the canary used to be scored): it agrees with
+    // the canary there as well as math-answer does.
+    let bytes = std::fs::read(hostile::TWO_FACED).unwrap();
+    promote(&run, &bytes, "two-faced.wasm");
+    let mut config = tiny("math-answer", 2);
+    config.hot_swap.canary_size = 30;
+    std::fs::remove_file(run.join("config.toml")).unwrap();
+    let summary = train(&config, &run).unwrap();
+    assert_eq!(summary.steps, 5);
+    let events = events(&run);
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0]["event"], "refused", "{:#}", events[0]);
+    assert!(
+        events[0]["reasons"]
+            .to_string()
+            .contains("canary agreement")
+    );
+    for line in metrics(&run).iter().filter(|l| l["phase"] == "grpo") {
+        assert_eq!(line["plugins"][0]["name"], "math-answer", "{line}");
+    }
+}

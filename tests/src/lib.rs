@@ -49,6 +49,7 @@ pub mod hostile {
     pub const FUTURE_API: &str = env!("HOSTILE_FUTURE_API");
     pub const WRONG_COUNT: &str = env!("HOSTILE_WRONG_COUNT");
     pub const SLEEPER: &str = env!("HOSTILE_SLEEPER");
+    pub const TWO_FACED: &str = env!("HOSTILE_TWO_FACED");
 }
 
 /// Native (host-target) shared libraries built by this crate's build script.

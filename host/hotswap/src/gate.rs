@@ -98,12 +98,18 @@ impl Gate {
     /// Runs the three checks. `slot` is the slot the candidate would fill;
     /// `other` is the live plugin of the partner slot (the aggregator for a
     /// rubric and vice versa), so the canary scores the whole reward function.
+    ///
+    /// The canary is scored in the step contexts the revision would see: the
+    /// current `step`, and two more steps a plugin cannot predict; each
+    /// revision's agreement is its worst over them, so a candidate that
+    /// behaves only at one step is not promoted.
     pub fn check(
         &mut self,
         runtime: &Runtime,
         slot: &RevisionSlot,
         other: &Arc<Plugin>,
         candidate: &Submission,
+        step: usize,
     ) -> GateDecision {
         let started = Instant::now();
         let mut verdict = GateDecision {
@@ -114,7 +120,7 @@ impl Gate {
             canary_candidate: None,
             millis: 0.0,
         };
-        match self.checks(runtime, slot, other, candidate, &mut verdict) {
+        match self.checks(runtime, slot, other, candidate, step, &mut verdict) {
             Ok(()) => verdict.accepted = verdict.reasons.is_empty(),
             Err(e) => verdict.reasons.push(format!("{e:#}")),
         }
@@ -128,6 +134,7 @@ impl Gate {
         slot: &RevisionSlot,
         other: &Arc<Plugin>,
         candidate: &Submission,
+        step: usize,
         verdict: &mut GateDecision,
     ) -> Result<()> {
         let origin = format!("{:?}", candidate.origin);
@@ -166,9 +173,10 @@ impl Gate {
             _ => (p.clone(), other.clone()),
         };
         let (rubric, aggregator) = pair(&live);
-        let live_agreement = self.agreement(&rubric, &aggregator)?;
+        let steps = canary_steps(step);
+        let live_agreement = self.agreement_at(&rubric, &aggregator, &steps)?;
         let (rubric, aggregator) = pair(&plugin);
-        let candidate_agreement = self.agreement(&rubric, &aggregator)?;
+        let candidate_agreement = self.agreement_at(&rubric, &aggregator, &steps)?;
         verdict.canary_live = Some(live_agreement);
         verdict.canary_candidate = Some(candidate_agreement);
         if candidate_agreement < live_agreement - self.config.canary_margin {
@@ -189,7 +197,7 @@ impl Gate {
         rubric: &Arc<Plugin>,
         aggregator: &Arc<Plugin>,
     ) -> Result<Vec<serde_json::Value>> {
-        let scored = self.score_canary(rubric, aggregator)?;
+        let scored = self.score_canary(rubric, aggregator, 0)?;
         Ok(self
             .canary
             .iter()
@@ -217,6 +225,7 @@ impl Gate {
         &self,
         rubric: &Arc<Plugin>,
         aggregator: &Arc<Plugin>,
+        step: u64,
     ) -> Result<Vec<verifine_runtime::scoring::ScoredSample>> {
         let function = RewardPlugins {
             rubric: rubric.clone(),
@@ -224,7 +233,7 @@ impl Gate {
             ..self.reward.clone()
         };
         let samples: Vec<Sample> = self.canary.iter().map(|c| c.sample.clone()).collect();
-        Ok(function.scorer()?.score_batch(0, 0, &samples))
+        Ok(function.scorer()?.score_batch(step, 0, &samples))
     }
 
     /// Share of canary cases where (reward ≥ threshold) equals the label; a
@@ -234,7 +243,7 @@ impl Gate {
         if let Some(a) = self.agreements.get(&key) {
             return Ok(*a);
         }
-        let scored = self.score_canary(rubric, aggregator)?;
+        let scored = self.score_canary(rubric, aggregator, 0)?;
         let pairs = self
             .canary
             .iter()
@@ -244,4 +253,40 @@ impl Gate {
         self.agreements.insert(key, agreement);
         Ok(agreement)
     }
+
+    /// The worst canary agreement of `rubric` and `aggregator` over `steps`.
+    fn agreement_at(
+        &self,
+        rubric: &Arc<Plugin>,
+        aggregator: &Arc<Plugin>,
+        steps: &[u64],
+    ) -> Result<f64> {
+        let mut worst = f64::INFINITY;
+        for &step in steps {
+            let scored = self.score_canary(rubric, aggregator, step)?;
+            let pairs = self
+                .canary
+                .iter()
+                .zip(&scored)
+                .map(|(c, s)| (s.total, c.label));
+            let agreement = label_agreement(pairs, self.config.canary_threshold).unwrap_or(0.0);
+            worst = worst.min(agreement);
+        }
+        Ok(worst)
+    }
+}
+
+/// The step contexts a candidate is checked in: the current step and two a
+/// plugin cannot predict (drawn from the operating system's randomness).
+fn canary_steps(step: usize) -> Vec<u64> {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let step = step as u64;
+    vec![
+        step,
+        step + 1 + random % 10_000,
+        step + 1 + (random >> 32) % 1_000_000,
+    ]
 }

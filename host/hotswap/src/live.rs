@@ -245,7 +245,9 @@ impl LiveReward {
             Slot::Aggregator => &self.aggregator,
         };
         let live_before = slot.live().record();
-        let verdict = self.gate.check(&self.runtime, slot, &other, &candidate);
+        let verdict = self
+            .gate
+            .check(&self.runtime, slot, &other, &candidate, step);
         let record = verdict.revision.as_ref().map(Revision::record);
         let base = Event {
             live_before: Some(live_before),
