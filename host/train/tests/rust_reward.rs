@@ -2,7 +2,9 @@
 //! plugin runtime in sight. This is the whole contract between training and
 //! the host above it (`hooks`): rewards, a step-boundary hook, progress.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
+use std::rc::Rc;
 use verifine_base::Provenance;
 use verifine_train::config::{CheckpointConfig, GrpoPhase, ModelSize, SftConfig};
 use verifine_train::grpo::GrpoConfig;
@@ -104,7 +106,7 @@ fn host(
 #[test]
 fn a_run_with_a_rust_reward_names_it_and_reports_progress() {
     let dir = scratch("rust-reward");
-    let steps = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let steps = Rc::new(RefCell::new(Vec::new()));
     let seen = steps.clone();
     let progress = Box::new(move |p: Progress| seen.borrow_mut().push(p));
     let summary = train(
@@ -142,12 +144,18 @@ fn a_run_with_a_rust_reward_names_it_and_reports_progress() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A hook that asks for a checkpoint at step 3 and records what it is told.
-struct Recording {
-    reward: ExactAnswer,
+/// What a [`Recording`] hook was told; the test keeps a handle on it.
+#[derive(Default)]
+struct Seen {
     boundaries: Vec<StepBoundary>,
     after_checkpoint: usize,
     restored: Option<(serde_json::Value, usize)>,
+}
+
+/// A hook that asks for a checkpoint at step 3 and records what it is told.
+struct Recording {
+    reward: ExactAnswer,
+    seen: Rc<RefCell<Seen>>,
 }
 
 impl RewardFunction for Recording {
@@ -162,7 +170,7 @@ impl RewardFunction for Recording {
 
 impl StepHook for Recording {
     fn at_boundary(&mut self, boundary: StepBoundary) -> Result<BoundaryOutcome, HookError> {
-        self.boundaries.push(boundary);
+        self.seen.borrow_mut().boundaries.push(boundary);
         Ok(BoundaryOutcome {
             needs_checkpoint: boundary.step == 3,
             reward_changed: false,
@@ -170,27 +178,28 @@ impl StepHook for Recording {
     }
 
     fn after_checkpoint(&mut self) -> Result<(), HookError> {
-        self.after_checkpoint += 1;
+        self.seen.borrow_mut().after_checkpoint += 1;
         Ok(())
     }
 
     fn state(&self) -> serde_json::Value {
-        serde_json::json!({ "boundaries": self.boundaries.len() })
+        serde_json::json!({ "boundaries": self.seen.borrow().boundaries.len() })
     }
 
     fn restore(&mut self, state: &serde_json::Value, step: usize) -> Result<(), HookError> {
-        self.restored = Some((state.clone(), step));
+        self.seen.borrow_mut().restored = Some((state.clone(), step));
         Ok(())
     }
 }
 
-fn recording() -> Recording {
-    Recording {
+/// A recording hook and the handle to what it sees.
+fn recording() -> (Recording, Rc<RefCell<Seen>>) {
+    let seen = Rc::new(RefCell::new(Seen::default()));
+    let hook = Recording {
         reward: ExactAnswer { calls: 0 },
-        boundaries: Vec::new(),
-        after_checkpoint: 0,
-        restored: None,
-    }
+        seen: seen.clone(),
+    };
+    (hook, seen)
 }
 
 #[test]
@@ -198,46 +207,9 @@ fn the_hook_sees_every_boundary_and_its_state_comes_back_on_resume() {
     let dir = scratch("hook");
     let mut config = tiny();
     config.checkpoints.every = 0;
-    let probe = std::rc::Rc::new(std::cell::RefCell::new(None));
-    struct Shared(
-        Recording,
-        std::rc::Rc<std::cell::RefCell<Option<Recording>>>,
-    );
-    impl Drop for Shared {
-        fn drop(&mut self) {
-            *self.1.borrow_mut() = Some(std::mem::replace(&mut self.0, recording()));
-        }
-    }
-    impl RewardFunction for Shared {
-        fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
-            self.0.score(step, answers)
-        }
-        fn provenance(&self) -> Vec<Provenance> {
-            self.0.provenance()
-        }
-    }
-    impl StepHook for Shared {
-        fn at_boundary(&mut self, b: StepBoundary) -> Result<BoundaryOutcome, HookError> {
-            self.0.at_boundary(b)
-        }
-        fn after_checkpoint(&mut self) -> Result<(), HookError> {
-            self.0.after_checkpoint()
-        }
-        fn state(&self) -> serde_json::Value {
-            self.0.state()
-        }
-        fn restore(&mut self, s: &serde_json::Value, step: usize) -> Result<(), HookError> {
-            self.0.restore(s, step)
-        }
-    }
-    train(
-        &config,
-        "",
-        &dir,
-        host(Shared(recording(), probe.clone()), Box::new(|_| {})),
-    )
-    .unwrap();
-    let first = probe.borrow_mut().take().unwrap();
+    let (hook, seen) = recording();
+    train(&config, "", &dir, host(hook, Box::new(|_| {}))).unwrap();
+    let first = seen.borrow();
     let steps: Vec<(usize, usize)> = first
         .boundaries
         .iter()
@@ -255,14 +227,10 @@ fn the_hook_sees_every_boundary_and_its_state_comes_back_on_resume() {
     assert_eq!(names, ["step-00000003", "step-00000004"]);
 
     std::fs::remove_dir_all(dir.join("checkpoints/step-00000004")).unwrap();
-    resume(
-        &dir,
-        host(Shared(recording(), probe.clone()), Box::new(|_| {})),
-    )
-    .unwrap();
-    let resumed = probe.borrow_mut().take().unwrap();
+    let (hook, seen) = recording();
+    resume(&dir, host(hook, Box::new(|_| {}))).unwrap();
     assert_eq!(
-        resumed.restored,
+        seen.borrow().restored,
         Some((serde_json::json!({ "boundaries": 3 }), 3))
     );
     std::fs::remove_dir_all(&dir).unwrap();
