@@ -143,14 +143,11 @@ pub fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<(), F
 /// process id and 64 bits the standard library seeds from the operating
 /// system's randomness (each `RandomState` draws new keys).
 pub fn temporary_sibling(path: &Path) -> PathBuf {
-    use std::hash::{BuildHasher, Hasher};
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "output".to_string());
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
+    let random = crate::os_random_u64();
     path.with_file_name(format!(".{name}.tmp-{}-{random:016x}", std::process::id()))
 }
 

@@ -15,4 +15,4 @@ mod rng;
 
 pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
 pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance};
-pub use rng::SplitMix64;
+pub use rng::{SplitMix64, os_random_u64};

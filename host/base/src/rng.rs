@@ -1,6 +1,16 @@
 //! The seeded generator behind every reproducible draw: bootstrap
 //! resampling, data generation, SFT and prompt draws, sampling.
 
+/// 64 bits no one can guess in advance, from the operating system's
+/// randomness (each std `RandomState` is keyed anew from it): for names and
+/// choices an adversary must not predict, not for reproducible draws.
+pub fn os_random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+}
+
 /// A small, fast, seedable generator (SplitMix64): reproducibility matters
 /// here, not cryptographic quality.
 #[derive(Debug, Clone)]

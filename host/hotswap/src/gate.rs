@@ -7,7 +7,6 @@
 use super::revision::{Origin, Revision, RevisionSlot};
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -73,14 +72,13 @@ pub struct GateDecision {
     pub millis: f64,
 }
 
-/// Checks candidates against a canary set; remembers agreements by sha256.
+/// Checks candidates against a canary set.
 pub struct Gate {
     config: GateConfig,
     canary: Vec<CanaryCase>,
     /// The run's reward function: plugin config tables and whether the
     /// aggregator decides totals; its plugins are replaced per check.
     reward: RewardPlugins,
-    agreements: HashMap<(String, String), f64>,
 }
 
 impl Gate {
@@ -91,7 +89,6 @@ impl Gate {
             config,
             canary,
             reward,
-            agreements: HashMap::new(),
         }
     }
 
@@ -104,7 +101,7 @@ impl Gate {
     /// revision's agreement is its worst over them, so a candidate that
     /// behaves only at one step is not promoted.
     pub fn check(
-        &mut self,
+        &self,
         runtime: &Runtime,
         slot: &RevisionSlot,
         other: &Arc<Plugin>,
@@ -129,7 +126,7 @@ impl Gate {
     }
 
     fn checks(
-        &mut self,
+        &self,
         runtime: &Runtime,
         slot: &RevisionSlot,
         other: &Arc<Plugin>,
@@ -236,25 +233,9 @@ impl Gate {
         Ok(function.scorer()?.score_batch(step, 0, &samples))
     }
 
-    /// Share of canary cases where (reward ≥ threshold) equals the label; a
-    /// failed score counts as disagreement.
-    pub fn agreement(&mut self, rubric: &Arc<Plugin>, aggregator: &Arc<Plugin>) -> Result<f64> {
-        let key = (rubric.sha256.clone(), aggregator.sha256.clone());
-        if let Some(a) = self.agreements.get(&key) {
-            return Ok(*a);
-        }
-        let scored = self.score_canary(rubric, aggregator, 0)?;
-        let pairs = self
-            .canary
-            .iter()
-            .zip(&scored)
-            .map(|(c, s)| (s.total, c.label));
-        let agreement = label_agreement(pairs, self.config.canary_threshold).unwrap_or(0.0);
-        self.agreements.insert(key, agreement);
-        Ok(agreement)
-    }
-
-    /// The worst canary agreement of `rubric` and `aggregator` over `steps`.
+    /// The worst canary agreement of `rubric` and `aggregator` over `steps`:
+    /// per step, the share of cases where (reward ≥ threshold) equals the
+    /// label, a failed score counting as disagreement.
     fn agreement_at(
         &self,
         rubric: &Arc<Plugin>,
@@ -279,10 +260,7 @@ impl Gate {
 /// The step contexts a candidate is checked in: the current step and two a
 /// plugin cannot predict (drawn from the operating system's randomness).
 fn canary_steps(step: usize) -> Vec<u64> {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
+    let random = verifine_base::os_random_u64();
     let step = step as u64;
     vec![
         step,

@@ -144,15 +144,6 @@ impl LiveReward {
         }
     }
 
-    /// Canary agreement of the live reward function.
-    pub fn live_agreement(&mut self) -> Result<f64> {
-        let (rubric, aggregator) = (
-            self.rubric.live().plugin.clone(),
-            self.aggregator.live().plugin.clone(),
-        );
-        self.gate.agreement(&rubric, &aggregator)
-    }
-
     /// Decides every pending inbox request, in order: gated promotions,
     /// rollbacks. Records each in `events.jsonl`.
     pub fn swap_point(&mut self, step: usize) -> Result<SwapOutcome> {

@@ -118,13 +118,12 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Where the signing key is kept: outside the cache directory.
 fn key_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("VERIFINE_CACHE_KEY") {
-        return Some(PathBuf::from(path));
-    }
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(config.join("verifine").join("code-cache.key"))
+    crate::engine::user_path(
+        "VERIFINE_CACHE_KEY",
+        "XDG_CONFIG_HOME",
+        ".config",
+        "code-cache.key",
+    )
 }
 
 /// The key at `path`, created (32 random bytes, mode 0600) when missing.

@@ -219,11 +219,14 @@ pub fn pearson(x: &[f64], y: &[f64], indices: &[usize]) -> f64 {
     if indices.len() < 2 {
         return f64::NAN;
     }
-    let Some((dx, dy)) = scaled_deviations(x, indices).zip(scaled_deviations(y, indices)) else {
+    let (Some((mx, sx)), Some((my, sy))) =
+        (centre_and_scale(x, indices), centre_and_scale(y, indices))
+    else {
         return f64::NAN;
     };
     let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (a, b) in dx.iter().zip(&dy) {
+    for &i in indices {
+        let (a, b) = ((x[i] - mx) / sx, (y[i] - my) / sy);
         sxy += a * b;
         sxx += a * a;
         syy += b * b;
@@ -231,10 +234,10 @@ pub fn pearson(x: &[f64], y: &[f64], indices: &[usize]) -> f64 {
     (sxy / (sxx * syy).sqrt()).clamp(-1.0, 1.0)
 }
 
-/// Deviations from the mean divided by the largest one; `None` when the
-/// values are constant (exactly: a computed mean's rounding does not make a
-/// constant series vary) or not all finite.
-fn scaled_deviations(values: &[f64], indices: &[usize]) -> Option<Vec<f64>> {
+/// The mean of the indexed values and their largest deviation from it;
+/// `None` when the values are constant (exactly: a computed mean's rounding
+/// does not make a constant series vary) or not all finite.
+fn centre_and_scale(values: &[f64], indices: &[usize]) -> Option<(f64, f64)> {
     let first = values[indices[0]];
     if indices.iter().any(|&i| !values[i].is_finite())
         || indices.iter().all(|&i| values[i] == first)
@@ -246,9 +249,10 @@ fn scaled_deviations(values: &[f64], indices: &[usize]) -> Option<Vec<f64>> {
     for (k, &i) in indices.iter().enumerate() {
         mean += (values[i] - mean) / (k + 1) as f64;
     }
-    let deviations: Vec<f64> = indices.iter().map(|&i| values[i] - mean).collect();
-    let scale = deviations.iter().fold(0.0f64, |m, d| m.max(d.abs()));
-    (scale > 0.0 && scale.is_finite()).then(|| deviations.iter().map(|d| d / scale).collect())
+    let scale = indices
+        .iter()
+        .fold(0.0f64, |m, &i| m.max((values[i] - mean).abs()));
+    (scale > 0.0 && scale.is_finite()).then_some((mean, scale))
 }
 
 /// Spearman correlation: Pearson on ranks, ties given their average rank.

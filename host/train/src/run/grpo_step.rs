@@ -9,7 +9,7 @@
 //! 5. one metrics line naming the plugin revisions that scored the step.
 
 use super::Run;
-use super::metrics::{MetricsLine, Phase};
+use super::metrics::{MetricsLine, Phase, skipped};
 use crate::config::RewardFailure;
 use crate::conversation::{Rollout, RolloutOptions, VerifyReply, rollouts};
 use crate::error::Result;
@@ -22,9 +22,6 @@ use crate::tokenizer::ChatTokenizer;
 use candle_core::Tensor;
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// Why a metrics line reports no update although there was a batch.
-pub(super) const SKIPPED: &str = "non-finite gradient norm: update skipped";
 
 /// The update's figures; all `None` when every group was uninformative.
 #[derive(Default)]
@@ -160,10 +157,7 @@ impl Run {
             loss: update.loss,
             learning_rate: update.learning_rate,
             grad_norm: update.grad_norm.filter(|n| n.is_finite()),
-            skipped: update
-                .grad_norm
-                .is_some_and(|n| !n.is_finite())
-                .then_some(SKIPPED),
+            skipped: skipped(update.grad_norm),
             reward_mean: Some(reward_mean),
             reward_failures: Some(failures),
             criteria: criterion_means(&scored),

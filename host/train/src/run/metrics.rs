@@ -17,6 +17,14 @@ pub enum Phase {
     Eval,
 }
 
+/// The `skipped` field of an update whose gradient norm was `grad_norm`: the
+/// optimizer skips an update whose norm is not finite.
+pub fn skipped(grad_norm: Option<f64>) -> Option<&'static str> {
+    grad_norm
+        .is_some_and(|n| !n.is_finite())
+        .then_some("non-finite gradient norm: update skipped")
+}
+
 /// One line of `metrics.jsonl`; absent fields are left out.
 #[derive(Debug, Default, Serialize)]
 pub struct MetricsLine<'a> {

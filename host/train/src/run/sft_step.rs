@@ -2,7 +2,7 @@
 //! masked cross-entropy step on the answer turns, one metrics line.
 
 use super::Run;
-use super::metrics::{MetricsLine, Phase};
+use super::metrics::{MetricsLine, Phase, skipped};
 use crate::conversation::sft_sequence;
 use crate::error::Result;
 use crate::hooks::Progress;
@@ -39,7 +39,7 @@ impl Run {
             loss: Some(loss),
             learning_rate: Some(learning_rate),
             grad_norm: Some(grad_norm).filter(|n| n.is_finite()),
-            skipped: (!grad_norm.is_finite()).then_some(super::grpo_step::SKIPPED),
+            skipped: skipped(Some(grad_norm)),
             ..MetricsLine::default()
         })
     }
