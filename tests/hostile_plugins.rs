@@ -105,6 +105,36 @@ fn panic_is_a_trap_with_the_panic_message() {
 }
 
 #[test]
+fn output_is_bounded_per_call_and_never_fails_a_plugin() {
+    let runtime = runtime();
+    let mut instance = load(&runtime, hostile::CHATTERBOX).instance();
+    // A kilobyte to stdout and to stderr on every call, for many calls, in one store.
+    for call in 0..2_000 {
+        let id = format!("s{call}");
+        let results = instance.judge(&ctx(), &[sample(&id, "fine")]).unwrap();
+        assert!(results[0].is_ok(), "call {call}: {:?}", results[0]);
+    }
+    // Ten MiB to each in one call is cut to a tail, not a trap.
+    let results = instance.judge(&ctx(), &[sample("big", "flood")]).unwrap();
+    assert!(results[0].is_ok(), "{:?}", results[0]);
+    assert_eq!(instance.instantiations(), 1, "no store was renewed");
+    // A trap quotes what the failing call wrote, not what earlier calls did.
+    let err = instance
+        .judge(&ctx(), &[sample("last", "panic")])
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("deliberate panic on sample last"),
+        "{message}"
+    );
+    assert!(message.contains("chatter from sample last"), "{message}");
+    assert!(!message.contains("sample s1999"), "{message}");
+    assert!(!message.contains("sample big"), "{message}");
+    recovers(&mut instance);
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
 fn future_api_version_is_refused_naming_both_versions() {
     let runtime = runtime();
     let err = format!("{:#}", runtime.load(hostile::FUTURE_API).err().unwrap());

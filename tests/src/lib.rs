@@ -50,6 +50,7 @@ pub mod hostile {
     pub const WRONG_COUNT: &str = env!("HOSTILE_WRONG_COUNT");
     pub const SLEEPER: &str = env!("HOSTILE_SLEEPER");
     pub const TWO_FACED: &str = env!("HOSTILE_TWO_FACED");
+    pub const CHATTERBOX: &str = env!("HOSTILE_CHATTERBOX");
 }
 
 /// Native (host-target) shared libraries built by this crate's build script.

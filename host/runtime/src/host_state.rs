@@ -2,17 +2,15 @@
 //!
 //! WASI is linked so that Rust's standard library works inside plugins, but it
 //! grants nothing: no preopened directories, no environment, no arguments, no
-//! sockets or name lookup. stdout and stderr go to small in-memory pipes; the
-//! host reads stderr to explain a trap (a panic message, an allocation failure).
+//! sockets or name lookup. stdout is discarded; stderr keeps a bounded tail
+//! per call ([`crate::output`]), which the host quotes to explain a trap (a
+//! panic message, an allocation failure).
 
 use super::bindings::{LogLevel, ModelQuery, rubric::verifine::plugin::host};
+use crate::output::StderrTail;
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::sync::io::poll::Pollable;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
-
-/// Bytes of plugin stdout/stderr kept per store; writes beyond it fail.
-const OUTPUT_CAPACITY: usize = 64 * 1024;
 
 /// Log lines a plugin may emit per call; later ones are dropped (once said).
 pub const LOG_LINES_PER_CALL: u32 = 100;
@@ -20,7 +18,7 @@ pub const LOG_LINES_PER_CALL: u32 = 100;
 /// Characters of one log line kept (the rest is cut, and says so).
 pub const LOG_LINE_CHARS: usize = 1024;
 
-/// Characters of plugin stderr quoted in an error.
+/// Characters of plugin stderr quoted in an error (the newest ones).
 pub const STDERR_CHARS: usize = 2000;
 
 /// Per-store state of one plugin instance.
@@ -31,7 +29,7 @@ pub struct HostState {
     pub limits: crate::limiter::SandboxLimiter,
     wasi: WasiCtx,
     table: ResourceTable,
-    stderr: MemoryOutputPipe,
+    stderr: StderrTail,
     /// Log lines emitted in the current call.
     log_lines: u32,
 }
@@ -39,9 +37,9 @@ pub struct HostState {
 impl HostState {
     /// A sandbox with no capabilities and the given memory limits.
     pub fn new(plugin_name: &str, limits: crate::limiter::SandboxLimiter) -> Self {
-        let stderr = MemoryOutputPipe::new(OUTPUT_CAPACITY);
+        let stderr = StderrTail::new();
         let wasi = WasiCtxBuilder::new()
-            .stdout(MemoryOutputPipe::new(OUTPUT_CAPACITY))
+            .stdout(std::io::empty())
             .stderr(stderr.clone())
             .allow_tcp(false)
             .allow_udp(false)
@@ -57,9 +55,10 @@ impl HostState {
         }
     }
 
-    /// A new call starts: its log budget is whole again.
+    /// A new call starts: its log budget is whole again and its stderr empty.
     pub fn begin_call(&mut self) {
         self.log_lines = 0;
+        self.stderr.reset();
     }
 
     /// The line to log for `message`, escaped and cut, or `None` when the
@@ -76,14 +75,25 @@ impl HostState {
         }
     }
 
-    /// What the plugin wrote to stderr, trimmed, escaped and cut to
-    /// [`STDERR_CHARS`] (empty when nothing).
+    /// What the plugin wrote to stderr in the current call (instantiation
+    /// counts as one), trimmed, escaped and cut to its newest
+    /// [`STDERR_CHARS`] characters; empty when nothing.
     pub fn stderr_text(&self) -> String {
-        let text = String::from_utf8_lossy(&self.stderr.contents())
-            .trim()
-            .to_string();
+        let (bytes, dropped) = self.stderr.contents();
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.trim();
+        let chars = text.chars().count();
+        let newest: String = text
+            .chars()
+            .skip(chars.saturating_sub(STDERR_CHARS))
+            .collect();
         // Line breaks become " | " before escaping, so the message stays readable.
-        crate::text::sanitize(&text.replace('\n', " | "), STDERR_CHARS)
+        let quoted = crate::text::sanitize(&newest.replace('\n', " | "), STDERR_CHARS);
+        if dropped > 0 || chars > STDERR_CHARS {
+            format!("… {quoted}")
+        } else {
+            quoted
+        }
     }
 }
 

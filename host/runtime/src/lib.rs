@@ -19,6 +19,7 @@ pub mod limiter;
 pub mod metadata;
 #[cfg(feature = "native")]
 pub mod native;
+pub mod output;
 pub mod plugin;
 pub mod rows;
 pub mod scoring;
