@@ -454,3 +454,81 @@ fn a_candidate_that_behaves_only_at_step_zero_is_not_promoted() {
         assert_eq!(line["plugins"][0]["name"], "math-answer", "{line}");
     }
 }
+
+#[test]
+fn a_revision_that_behaves_only_on_the_canary_is_rolled_back_on_live_rollouts() {
+    let run = run_dir("canary-aware");
+    // Honest on the gate's canary, generous with every live rollout.
+    let bytes = std::fs::read(hostile::CANARY_AWARE).unwrap();
+    promote(&run, &bytes, "canary-aware.wasm");
+    let config = tiny("math-answer", 12);
+    std::fs::remove_file(run.join("config.toml")).unwrap();
+    let summary = train(&config, &run).unwrap();
+    assert_eq!(summary.steps, 15);
+    let first_run = events(&run);
+    let kinds: Vec<&str> = first_run
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["promoted", "auto-rolled-back"], "{first_run:#?}");
+    let rollback = &first_run[1];
+    assert_eq!(rollback["candidate"]["plugin"]["name"], "math-answer");
+    assert!(
+        rollback["reasons"].to_string().contains("live rollouts"),
+        "{rollback:#}"
+    );
+    let shadow = &rollback["shadow"];
+    assert!(shadow["rollouts"].as_u64().unwrap() >= 32, "{shadow}");
+    assert!(shadow["live_leniency"].as_f64().unwrap() > 0.5, "{shadow}");
+    // Scored by the hostile revision only until the rollback (at the
+    // boundary after `step` steps), then by math-answer again.
+    let step = rollback["step"].as_u64().unwrap();
+    for line in metrics(&run).iter().filter(|l| l["phase"] == "grpo") {
+        let expected = if line["step"].as_u64().unwrap() >= step {
+            "math-answer"
+        } else {
+            "hostile-canary-aware"
+        };
+        assert_eq!(line["plugins"][0]["name"], expected, "{line}");
+    }
+
+    // Killed while the revision was still watched: the resumed run keeps
+    // watching from what the checkpoint counted, and rolls back at the same
+    // boundary, to the same weights.
+    let weights = std::fs::read(run.join("model.safetensors")).unwrap();
+    for later in 7..=15 {
+        std::fs::remove_dir_all(run.join(format!("checkpoints/step-{later:08}"))).unwrap();
+    }
+    let summary = resume(&run).unwrap();
+    assert_eq!(summary.resumed_from_step, Some(6));
+    let again: Vec<Value> = events(&run)
+        .into_iter()
+        .filter(|e| e["event"] == "auto-rolled-back")
+        .collect();
+    assert_eq!(again.len(), 2, "{again:#?}");
+    assert_eq!(again[1]["step"], rollback["step"]);
+    assert_eq!(again[1]["shadow"], rollback["shadow"]);
+    assert_eq!(
+        std::fs::read(run.join("model.safetensors")).unwrap(),
+        weights
+    );
+}
+
+#[test]
+fn a_watched_revision_that_behaves_passes_its_window_and_stays_live() {
+    let run = run_dir("shadow-passed");
+    // The live rule handed in again: no live rollout tells the two apart.
+    let mut config = tiny("math-answer", 6);
+    config.hot_swap.gate.shadow_steps = 3;
+    let (math_answer, _) =
+        verifine_runtime::spec_bytes(&verifine_runtime::PluginSpec::from("math-answer")).unwrap();
+    promote(&run, &math_answer, "math-answer-again.wasm");
+    std::fs::remove_file(run.join("config.toml")).unwrap();
+    let summary = train(&config, &run).unwrap();
+    assert_eq!(summary.steps, 9);
+    let kinds: Vec<String> = events(&run)
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["promoted", "shadow-passed"]);
+}

@@ -51,6 +51,7 @@ pub mod hostile {
     pub const SLEEPER: &str = env!("HOSTILE_SLEEPER");
     pub const TWO_FACED: &str = env!("HOSTILE_TWO_FACED");
     pub const CHATTERBOX: &str = env!("HOSTILE_CHATTERBOX");
+    pub const CANARY_AWARE: &str = env!("HOSTILE_CANARY_AWARE");
 }
 
 /// Native (host-target) shared libraries built by this crate's build script.

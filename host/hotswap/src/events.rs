@@ -26,6 +26,11 @@ pub enum EventKind {
     AgentNoRevision,
     /// A resumed run restored the slot's live revision.
     Resumed,
+    /// A promoted revision misbehaved while watched and the one it replaced
+    /// was restored (see `shadow`).
+    AutoRolledBack,
+    /// A promoted revision was watched for its whole window and stays live.
+    ShadowPassed,
 }
 
 impl Event {
@@ -40,6 +45,7 @@ impl Event {
             reasons: Vec::new(),
             canary_live: None,
             canary_candidate: None,
+            shadow: None,
             millis: None,
         }
     }
@@ -50,7 +56,10 @@ impl EventKind {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            EventKind::Refused | EventKind::RollbackRefused | EventKind::AgentFailed
+            EventKind::Refused
+                | EventKind::RollbackRefused
+                | EventKind::AgentFailed
+                | EventKind::AutoRolledBack
         )
     }
 }
@@ -79,9 +88,24 @@ pub struct Event {
     /// Canary agreement of the candidate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub canary_candidate: Option<f64>,
+    /// While watched: live rollouts scored by both revisions, and the share
+    /// the new one alone accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowFigures>,
     /// From the request found to the decision, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub millis: Option<f64>,
+}
+
+/// What the watch over a promoted revision saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShadowFigures {
+    /// Live rollouts scored by the new and the replaced revision.
+    pub rollouts: usize,
+    /// Share of them the new revision accepted and the replaced one rejected.
+    pub live_leniency: f64,
+    /// The same share on the canary, measured by the gate.
+    pub canary_leniency: f64,
 }
 
 /// Appends `event` to `path` and flushes it.

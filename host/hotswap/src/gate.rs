@@ -5,6 +5,7 @@
 //!     is not worse than the live revision's by more than the margin.
 
 use super::revision::{Origin, Revision, RevisionSlot};
+use super::shadow::leniency;
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -33,6 +34,13 @@ pub struct GateConfig {
     pub canary_margin: f64,
     /// A reward at or above this counts as accepting the response.
     pub canary_threshold: f64,
+    /// Steps a promoted revision is watched on live rollouts (0: not
+    /// watched); see [`crate::shadow`].
+    pub shadow_steps: usize,
+    /// How much more often than on the canary a watched revision may accept
+    /// live rollouts that the revision it replaced rejected, before it is
+    /// rolled back.
+    pub shadow_margin: f64,
 }
 
 impl Default for GateConfig {
@@ -40,6 +48,8 @@ impl Default for GateConfig {
         GateConfig {
             canary_margin: 0.0,
             canary_threshold: 0.5,
+            shadow_steps: 20,
+            shadow_margin: 0.2,
         }
     }
 }
@@ -68,6 +78,9 @@ pub struct GateDecision {
     pub canary_live: Option<f64>,
     /// Canary agreement of the candidate.
     pub canary_candidate: Option<f64>,
+    /// Share of the canary the candidate accepts and the live revision
+    /// rejects, at the current step (what the shadow compares live rollouts with).
+    pub canary_leniency: Option<f64>,
     /// Time spent in the gate.
     pub millis: f64,
 }
@@ -115,6 +128,7 @@ impl Gate {
             reasons: Vec::new(),
             canary_live: None,
             canary_candidate: None,
+            canary_leniency: None,
             millis: 0.0,
         };
         match self.checks(runtime, slot, other, candidate, step, &mut verdict) {
@@ -169,11 +183,14 @@ impl Gate {
             PluginKind::Aggregator => (other.clone(), p.clone()),
             _ => (p.clone(), other.clone()),
         };
-        let (rubric, aggregator) = pair(&live);
+        let (live_rubric, live_aggregator) = pair(&live);
         let steps = canary_steps(step);
-        let live_agreement = self.agreement_at(&rubric, &aggregator, &steps)?;
+        let live_agreement = self.agreement_at(&live_rubric, &live_aggregator, &steps)?;
         let (rubric, aggregator) = pair(&plugin);
         let candidate_agreement = self.agreement_at(&rubric, &aggregator, &steps)?;
+        let new = self.score_canary(&rubric, &aggregator, step as u64)?;
+        let old = self.score_canary(&live_rubric, &live_aggregator, step as u64)?;
+        verdict.canary_leniency = Some(leniency(&new, &old, self.config.canary_threshold));
         verdict.canary_live = Some(live_agreement);
         verdict.canary_candidate = Some(candidate_agreement);
         if candidate_agreement < live_agreement - self.config.canary_margin {
@@ -233,10 +250,20 @@ impl Gate {
         Ok(function.scorer()?.score_batch(step, 0, &samples))
     }
 
+    /// The settings the gate was made with.
+    pub fn config(&self) -> &GateConfig {
+        &self.config
+    }
+
+    /// Whether there is a canary to check against.
+    pub fn has_canary(&self) -> bool {
+        !self.canary.is_empty()
+    }
+
     /// The worst canary agreement of `rubric` and `aggregator` over `steps`:
     /// per step, the share of cases where (reward ≥ threshold) equals the
     /// label, a failed score counting as disagreement.
-    fn agreement_at(
+    pub fn agreement_at(
         &self,
         rubric: &Arc<Plugin>,
         aggregator: &Arc<Plugin>,

@@ -19,6 +19,7 @@ pub mod inbox;
 pub mod live;
 pub mod plugin_crate;
 pub mod revision;
+pub mod shadow;
 pub mod slot;
 
 pub use error::HotswapError;

@@ -54,8 +54,7 @@ impl RewardFunction for PluginReward {
     fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
         let samples: Vec<Sample> = answers.iter().map(sample).collect();
         self.live
-            .scorer()
-            .score_batch(step as u64, 0, &samples)
+            .score(step, &samples)
             .into_iter()
             .map(|scored| Reward {
                 total: scored.total,

@@ -1,11 +1,14 @@
 //! The live reward function of a run: a rubric slot and an aggregator slot,
 //! the gate, and the swap point where pending requests are decided.
 
+mod watch;
+
 use super::agent::{self, AgentConfig};
 use super::events::{self, Event, EventKind};
 use super::gate::{CanaryCase, Gate, GateConfig, Submission};
 use super::inbox::{self, Action, Request};
 use super::revision::{Origin, Revision, RevisionRecord, RevisionSlot};
+use super::shadow::{Shadow, ShadowRecord};
 use super::slot::Slot;
 use crate::error::{HotswapError, Result};
 use serde::{Deserialize, Serialize};
@@ -13,8 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use verifine_runtime::scoring::{DEFAULT_AGGREGATOR, RewardPlugins, Scorer};
-use verifine_runtime::{Plugin, PluginSlot, PluginSpec, Provenance, Runtime, spec_bytes};
+use verifine_runtime::scoring::{DEFAULT_AGGREGATOR, RewardPlugins, ScoredSample, Scorer};
+use verifine_runtime::{Plugin, PluginSlot, PluginSpec, Provenance, Runtime, Sample, spec_bytes};
 
 /// A slot's revisions as a checkpoint records them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +36,9 @@ pub struct LiveState {
     /// Inbox requests already decided (their directories may survive a kill
     /// between the checkpoint and their removal).
     pub handled: Vec<String>,
+    /// Promoted revisions still being watched.
+    #[serde(default)]
+    pub shadows: Vec<ShadowRecord>,
 }
 
 /// What one swap point did.
@@ -45,12 +51,14 @@ pub struct SwapOutcome {
     pub decided: Vec<Request>,
     /// Unreadable request directories, to remove likewise.
     pub unreadable: Vec<PathBuf>,
+    /// A watch over a promoted revision ended (passed, or rolled it back).
+    pub watch_ended: bool,
 }
 
 impl SwapOutcome {
     /// Whether anything was decided (and a checkpoint should record it).
     pub fn any(&self) -> bool {
-        !self.decided.is_empty() || !self.unreadable.is_empty()
+        !self.decided.is_empty() || !self.unreadable.is_empty() || self.watch_ended
     }
 
     /// Removes the decided requests from the inbox.
@@ -75,6 +83,7 @@ pub struct LiveReward {
     scorer: Scorer,
     run_dir: PathBuf,
     handled: Vec<String>,
+    shadows: Vec<Shadow>,
 }
 
 impl LiveReward {
@@ -115,12 +124,19 @@ impl LiveReward {
             scorer,
             run_dir: run_dir.to_path_buf(),
             handled: Vec::new(),
+            shadows: Vec::new(),
         })
     }
 
-    /// The scorer of the live revisions.
-    pub fn scorer(&mut self) -> &mut Scorer {
-        &mut self.scorer
+    /// Scores `samples` (rollouts of `step`) with the live revisions; a
+    /// watched revision's scores are compared with the one it replaced.
+    pub fn score(&mut self, step: usize, samples: &[Sample]) -> Vec<ScoredSample> {
+        let scored = self.scorer.score_batch(step as u64, 0, samples);
+        let threshold = self.gate.config().canary_threshold;
+        for shadow in &mut self.shadows {
+            shadow.observe(step as u64, samples, &scored, threshold);
+        }
+        scored
     }
 
     /// The runtime the revisions were loaded with (to load other plugins of
@@ -144,10 +160,12 @@ impl LiveReward {
         }
     }
 
-    /// Decides every pending inbox request, in order: gated promotions,
-    /// rollbacks. Records each in `events.jsonl`.
+    /// Judges the watched revisions (see [`crate::shadow`]), then decides
+    /// every pending inbox request, in order: gated promotions, rollbacks.
+    /// Records each in `events.jsonl`.
     pub fn swap_point(&mut self, step: usize) -> Result<SwapOutcome> {
         let mut outcome = SwapOutcome::default();
+        self.judge_shadows(step, &mut outcome)?;
         for request in inbox::pending(&self.run_dir)? {
             let request = match request {
                 Ok(r) => r,
@@ -196,6 +214,7 @@ impl LiveReward {
                     match result {
                         Ok(restored) => {
                             outcome.changed = true;
+                            self.shadows.clear();
                             self.event(Event {
                                 live_before: Some(live_before),
                                 candidate: Some(restored.record()),
@@ -262,6 +281,7 @@ impl LiveReward {
             millis: Some(started.elapsed().as_secs_f64() * 1e3),
             ..base
         })?;
+        self.start_shadow(slot_name, step, verdict.canary_leniency)?;
         Ok(true)
     }
 
@@ -373,6 +393,7 @@ impl LiveReward {
                 (Slot::Aggregator, record(&self.aggregator)),
             ]),
             handled,
+            shadows: self.shadows.iter().map(|s| s.record.clone()).collect(),
         }
     }
 
@@ -419,6 +440,7 @@ impl LiveReward {
         }
         self.handled = state.handled.clone();
         self.rebuild_scorer()?;
+        self.restore_shadows(&state.shadows)?;
         for (&slot, record) in &state.slots {
             self.event(Event {
                 candidate: Some(record.live.clone()),
