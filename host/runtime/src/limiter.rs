@@ -103,4 +103,90 @@ mod tests {
         assert!(limiter.table_growing(10, 1000, None).unwrap());
         assert_eq!(limiter.used(), (8 << 20) + 990 * TABLE_ELEMENT_BYTES);
     }
+
+    /// Instantiates a component written in the text format in a store with
+    /// the sandbox's limiter, as a plugin instance is.
+    fn instantiate(wat: &str, budget: usize) -> (wasmtime::Result<()>, usize) {
+        use crate::host_state::HostState;
+        use wasmtime::component::{Component, Linker};
+        let engine = crate::engine::SandboxEngine::shared().unwrap();
+        let bytes = wat::parse_str(wat).unwrap();
+        let component = Component::new(engine.engine(), &bytes).unwrap();
+        let mut store = wasmtime::Store::new(
+            engine.engine(),
+            HostState::new("hostile", SandboxLimiter::new(budget)),
+        );
+        store.limiter(|state| &mut state.limits);
+        store.set_epoch_deadline(1000);
+        let linker = Linker::<HostState>::new(engine.engine());
+        let result = linker.instantiate(&mut store, &component).map(|_| ());
+        (result, store.data().limits.used())
+    }
+
+    /// A component whose start function runs `body` in a core module that
+    /// declares `declarations`.
+    fn component(declarations: &str, body: &str) -> String {
+        format!(
+            "(component (core module $m {declarations} (func $start {body}) (start $start)) \
+             (core instance (instantiate $m)))"
+        )
+    }
+
+    #[test]
+    fn a_hostile_component_cannot_exceed_the_budget_with_many_memories_or_a_huge_table() {
+        let budget = 64 << 20;
+        // Two memories of 40 MiB each: the second growth is over the budget.
+        let (result, used) = instantiate(
+            &component(
+                "(memory $a 0) (memory $b 0)",
+                "(drop (memory.grow $a (i32.const 640))) (drop (memory.grow $b (i32.const 640)))",
+            ),
+            budget,
+        );
+        let err = format!("{:#}", result.unwrap_err());
+        assert!(err.contains("memory limit of 64 MiB"), "{err}");
+        assert!(used <= budget, "{used}");
+
+        // A table grown to ten million elements.
+        let (result, used) = instantiate(
+            &component(
+                "(table $t 0 funcref)",
+                "(drop (table.grow $t (ref.null func) (i32.const 10000000)))",
+            ),
+            budget,
+        );
+        let err = format!("{:#}", result.unwrap_err());
+        assert!(err.contains("table growth"), "{err}");
+        assert!(used <= budget, "{used}");
+
+        // More memories than allowed, each tiny.
+        let memories = "(memory 0) ".repeat(MAX_MEMORIES + 1);
+        let (result, _) = instantiate(&component(&memories, ""), budget);
+        assert!(
+            result.is_err(),
+            "{} memories were allowed",
+            MAX_MEMORIES + 1
+        );
+
+        // More instances than allowed.
+        let instances = "(core instance (instantiate $m)) ".repeat(MAX_INSTANCES + 1);
+        let (result, _) = instantiate(&format!("(component (core module $m) {instances})"), budget);
+        assert!(
+            result.is_err(),
+            "{} instances were allowed",
+            MAX_INSTANCES + 1
+        );
+
+        // Within the limits, the same shapes instantiate.
+        let (result, used) = instantiate(
+            &component(
+                "(memory $a 0) (memory $b 0) (table $t 0 funcref)",
+                "(drop (memory.grow $a (i32.const 300))) (drop (memory.grow $b (i32.const 300))) \
+                 (drop (table.grow $t (ref.null func) (i32.const 1000)))",
+            ),
+            budget,
+        );
+        result.unwrap();
+        assert_eq!(used, 600 * 65536 + 1000 * TABLE_ELEMENT_BYTES);
+    }
 }
