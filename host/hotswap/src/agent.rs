@@ -70,8 +70,9 @@ reward disagrees with the label (`label`: true = should be rewarded), with the
 reward (`total`), the verdicts and the explanation it gave.
 
 Write either `revised/` (a copy of `source/` with your changes; bump the
-version in Cargo.toml) or `revised.wasm` (a built component). verifine builds
-`revised/` for wasm32-wasip2, then gates the result: it must load, pass any
+version in Cargo.toml; keep the package name and the dependencies: it is
+built offline against `source/Cargo.lock`) or `revised.wasm` (a built
+component). verifine builds `revised/` for wasm32-wasip2, then gates the result: it must load, pass any
 snapshot cases it ships (`revised/cases.jsonl` + `revised/snapshots/`), and
 agree with the canary labels at least as well as the live revision. Only then
 does it go live, at a step boundary.
@@ -106,8 +107,17 @@ pub fn ask(
         std::fs::write(&path, bytes).map_err(|e| HotswapError::io("writing", &path, e))
     };
     std::fs::create_dir_all(dir).map_err(|e| HotswapError::io("creating", dir, e))?;
-    if let Some(source) = &config.source {
-        plugin_crate::copy_standalone(source, &dir.join("source"))?;
+    // One deadline for resolving the live crate's lock, the agent and the
+    // build of what it wrote; all run confined (allow-listed environment, own
+    // process group, bounded output).
+    let deadline = Instant::now() + Duration::from_secs(config.timeout_seconds);
+    let source = dir.join("source");
+    let mut lock = None;
+    if let Some(live_source) = &config.source {
+        plugin_crate::copy_standalone(live_source, &source)?;
+        if config.accept == Accept::Crate {
+            lock = Some(plugin_crate::resolve_lock(&source, deadline)?);
+        }
     }
     write(
         "live.json",
@@ -116,9 +126,6 @@ pub fn ask(
     verifine_base::files::write_jsonl(&dir.join("disputed.jsonl"), disputed)?;
     write("INSTRUCTIONS.md", INSTRUCTIONS.as_bytes())?;
 
-    // One deadline for the agent and the build of what it wrote; both run
-    // confined (allow-listed environment, own process group, bounded output).
-    let deadline = Instant::now() + Duration::from_secs(config.timeout_seconds);
     let log_path = dir.join("agent.log");
     let absolute = std::fs::canonicalize(dir).map_err(|e| HotswapError::io("reading", dir, e))?;
     let mut command = Command::new(program);
@@ -165,6 +172,14 @@ pub fn ask(
         )));
     }
     if revised.join("Cargo.toml").exists() {
+        let Some(lock) = &lock else {
+            return Err(HotswapError::Agent(format!(
+                "the agent wrote a crate ({}), but without [hot_swap.agent] source there is no \
+                 lock to build it against; hand in revised.wasm",
+                revised.display()
+            )));
+        };
+        plugin_crate::pin_lock(&revised, &source, lock)?;
         let target = config
             .build_target_dir
             .clone()

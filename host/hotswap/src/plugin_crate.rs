@@ -27,6 +27,20 @@ pub fn package_name(dir: &Path) -> Result<String> {
         .ok_or_else(|| crate_error(&manifest, "no [package] name"))
 }
 
+/// The package name and version in `dir/Cargo.toml`.
+fn package_id(dir: &Path) -> Result<(String, String)> {
+    let (manifest, table) = read_manifest(dir)?;
+    let field = |key: &str| {
+        table
+            .get("package")
+            .and_then(|p| p.get(key))
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .ok_or_else(|| crate_error(&manifest, format!("no [package] {key} (as a string)")))
+    };
+    Ok((field("name")?, field("version")?))
+}
+
 /// `dir/Cargo.toml`, parsed.
 fn read_manifest(dir: &Path) -> Result<(PathBuf, toml::Table)> {
     let manifest = dir.join("Cargo.toml");
@@ -56,7 +70,8 @@ pub fn build(dir: &Path, target_dir: &Path) -> Result<(Vec<u8>, PathBuf)> {
 /// Builds the plugin crate in `dir` like [`build`], but as code someone else
 /// wrote: cargo (and so the crate's `build.rs` and proc-macros) runs
 /// confined (allow-listed environment, its own process group, bounded
-/// output), offline, and is killed with everything it started at `deadline`.
+/// output), offline and locked to `dir/Cargo.lock` (see [`pin_lock`]), and
+/// is killed with everything it started at `deadline`.
 pub fn build_confined(
     dir: &Path,
     target_dir: &Path,
@@ -67,7 +82,7 @@ pub fn build_confined(
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = std::process::Command::new(cargo);
     command
-        .args(["build", "--release", "--offline", "--target"])
+        .args(["build", "--release", "--offline", "--locked", "--target"])
         .arg(verifine_wasm_build::TARGET)
         .arg("--target-dir")
         .arg(target_dir)
@@ -88,6 +103,60 @@ pub fn build_confined(
     let bytes = crate::inbox::read_regular_file(&path, crate::inbox::MAX_CANDIDATE_BYTES)
         .map_err(|e| crate_error(dir, e))?;
     Ok((bytes, path))
+}
+
+/// Resolves the dependencies of the crate in `dir` offline, keeping the
+/// versions of the lock copied beside it (see [`copy_standalone`]) and
+/// dropping what it does not use, and returns that lock: what a revision of
+/// the crate is built against. Only cargo's resolver runs (no build script,
+/// no crate code), confined and within `deadline`.
+pub fn resolve_lock(dir: &Path, deadline: std::time::Instant) -> Result<String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command
+        .args(["metadata", "--offline", "--format-version", "1"])
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"));
+    let finished = crate::confined::run(command, deadline)
+        .map_err(|e| crate_error(dir, format!("cargo metadata {e}")))?;
+    if !finished.status.success() {
+        let tail = finished.output.lines().rev().take(20).collect::<Vec<_>>();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(crate_error(
+            dir,
+            format!("resolving its dependencies failed:\n{}", tail.join("\n")),
+        ));
+    }
+    let lock = dir.join("Cargo.lock");
+    std::fs::read_to_string(&lock).map_err(|e| HotswapError::io("reading", &lock, e))
+}
+
+/// Writes `lock` (from [`resolve_lock`] on the live crate `live`) into the
+/// revised crate in `dir`, replacing whatever lock it brought: a revision is
+/// built against exactly the dependencies of the crate it revises. Its own
+/// version may change (the lock follows it); its package name may not, and a
+/// dependency it adds makes the locked build fail.
+pub fn pin_lock(dir: &Path, live: &Path, lock: &str) -> Result<()> {
+    let (live_name, live_version) = package_id(live)?;
+    let (name, version) = package_id(dir)?;
+    if name != live_name {
+        return Err(crate_error(
+            dir,
+            format!("a revision keeps the package name {live_name:?}; this one is named {name:?}"),
+        ));
+    }
+    let entry =
+        |version: &str| format!("[[package]]\nname = \"{name}\"\nversion = \"{version}\"\n");
+    let old = entry(&live_version);
+    if !lock.contains(&old) {
+        return Err(crate_error(
+            live,
+            format!("its Cargo.lock has no entry for {name} {live_version}"),
+        ));
+    }
+    let path = dir.join("Cargo.lock");
+    std::fs::write(&path, lock.replacen(&old, &entry(&version), 1))
+        .map_err(|e| HotswapError::io("writing", &path, e))
 }
 
 /// Copies the crate in `source` to `dest` so it builds there on its own:

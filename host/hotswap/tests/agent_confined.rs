@@ -106,3 +106,48 @@ fn accept_component_refuses_a_crate_so_no_agent_code_is_built() {
     assert!(err.to_string().contains("accept = \"component\""), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_revised_crate_is_built_against_the_live_crates_lock_and_may_not_add_dependencies() {
+    let dir = scratch("locked");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let config = |agent: &Path| AgentConfig {
+        source: Some(root.join("examples/loophole-rubric")),
+        build_target_dir: Some(root.join("target/agent-revisions")),
+        ..config(agent, 300)
+    };
+    // A revision that bumps its version and throws the lock away: built,
+    // against the live crate's lock, which follows the new version.
+    let agent = script(
+        &dir,
+        "cd \"$dir\"\ncp -R source revised\n\
+         sed -i 's/^version = \"0.1.0\"$/version = \"0.2.0\"/' revised/Cargo.toml\n\
+         rm revised/Cargo.lock",
+    );
+    let answer = ask(&config(&agent), &dir.join("bumped"), 1, &live(), &[])
+        .unwrap()
+        .expect("a revision");
+    assert!(!answer.bytes.is_empty());
+    let lock = std::fs::read_to_string(dir.join("bumped/revised/Cargo.lock")).unwrap();
+    assert!(lock.contains("name = \"answer-mentioned\"\nversion = \"0.2.0\""));
+
+    // The same, adding a dependency the live crate does not have: refused.
+    let agent = script(
+        &dir,
+        "cd \"$dir\"\ncp -R source revised\n\
+         sed -i 's/^version = \"0.1.0\"$/version = \"0.2.0\"/' revised/Cargo.toml\n\
+         printf '\\n[dependencies.itoa]\\nversion = \"1\"\\n' >> revised/Cargo.toml\n\
+         rm revised/Cargo.lock",
+    );
+    let err = ask(&config(&agent), &dir.join("revision"), 1, &live(), &[])
+        .err()
+        .expect("a new dependency is refused");
+    let message = err.to_string();
+    assert!(message.contains("--locked"), "{message}");
+    // The live crate's lock was resolved beside its copy, without the
+    // workspace's other packages.
+    let lock = std::fs::read_to_string(dir.join("revision/source/Cargo.lock")).unwrap();
+    assert!(lock.contains("name = \"answer-mentioned\""), "{lock}");
+    assert!(!lock.contains("name = \"candle-core\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
