@@ -253,6 +253,11 @@ pub struct TrainConfig {
     /// Held-out accuracy is also measured every this many GRPO steps
     /// (0 = only before and after GRPO).
     pub eval_every: usize,
+    /// Before and after GRPO, also sample this many answers per held-out
+    /// problem at the GRPO temperature and report pass@k: the share solved
+    /// at least once, the headroom GRPO can lift greedy accuracy towards
+    /// (0 = not measured).
+    pub pass_at_k: usize,
     /// Most tokens in the trained vocabulary.
     pub vocab_size: usize,
     /// Model size.
@@ -281,6 +286,7 @@ impl Default for TrainConfig {
             train_problems: 4000,
             heldout_problems: 200,
             eval_every: 20,
+            pass_at_k: 0,
             vocab_size: 400,
             model: ModelSize::default(),
             sft: SftConfig::default(),

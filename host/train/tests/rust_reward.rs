@@ -336,3 +336,60 @@ fn a_reward_range_that_is_not_one_is_refused() {
     .unwrap_err();
     assert!(err.to_string().contains("reward.range"), "{err}");
 }
+
+/// Rewards the answers to even-numbered held-out problems (by their id),
+/// whatever they say, and every training answer.
+struct EvenProblems;
+
+impl RewardFunction for EvenProblems {
+    fn score(&mut self, _step: usize, answers: &[Answer]) -> Vec<Reward> {
+        answers
+            .iter()
+            .map(|a| {
+                let even = match a.id.strip_prefix("heldout-") {
+                    Some(index) => index.parse::<usize>().unwrap().is_multiple_of(2),
+                    None => true,
+                };
+                Reward {
+                    total: Some(f64::from(u8::from(even))),
+                    criteria: Vec::new(),
+                }
+            })
+            .collect()
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        vec![Provenance {
+            name: "even-problems".to_string(),
+            version: "1.0.0".to_string(),
+            sha256: "rust".to_string(),
+        }]
+    }
+}
+
+#[test]
+fn pass_at_k_counts_each_held_out_problem_once_whatever_its_samples() {
+    let dir = scratch("pass-at-k");
+    let config = TrainConfig {
+        pass_at_k: 3,
+        ..tiny()
+    };
+    let summary = train(
+        &config,
+        "",
+        &dir,
+        host(Fixed(EvenProblems), Box::new(|_| {})),
+    )
+    .unwrap();
+    // Four of the eight held-out problems are even-numbered.
+    assert_eq!(summary.heldout_accuracy_sft, 0.5);
+    assert_eq!(summary.heldout_pass_at_k_sft, Some(0.5));
+    assert_eq!(summary.heldout_pass_at_k_final, Some(0.5));
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("pass@3"), "{report}");
+    // Every training group is solved, none informative (all rewards equal).
+    for line in metrics(&dir).iter().filter(|l| l["phase"] == "grpo") {
+        assert_eq!(line["groups_solved"], 1.0, "{line}");
+        assert_eq!(line["groups_informative"], 0.0, "{line}");
+    }
+}

@@ -2,37 +2,25 @@
 
 use super::{MASKED, ModelConfig};
 use crate::error::{Result, ensure};
-use candle_core::{D, DType, Device, Tensor};
+use candle_core::{DType, Device, Tensor};
 
 /// `x · wᵀ` for `x` of any leading shape.
 pub(super) fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     Ok(x.broadcast_matmul(&w.t()?)?)
 }
 
-/// RMSNorm from differentiable ops, in f32 whatever the compute dtype.
-///
-/// Not `candle_nn::ops::rms_norm_slow`: it takes eps as f32 (1e-6 becomes
-/// 9.99999997e-7, which changes every result) and multiplies by the weight in
-/// the compute dtype, where this model keeps the whole norm in f32 under bf16.
+/// RMSNorm in f32 whatever the compute dtype (fused on the CPU, with its
+/// backward: see [`super::fused`]).
 pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
     let dtype = x.dtype();
-    let x = x.to_dtype(DType::F32)?;
-    let mean_square = x.sqr()?.mean_keepdim(D::Minus1)?;
-    let normed = x.broadcast_div(&(mean_square + eps)?.sqrt()?)?;
-    Ok(normed
-        .broadcast_mul(&weight.to_dtype(DType::F32)?)?
-        .to_dtype(dtype)?)
+    let normed =
+        super::fused::rms_norm(&x.to_dtype(DType::F32)?, &weight.to_dtype(DType::F32)?, eps)?;
+    Ok(normed.to_dtype(dtype)?)
 }
 
-/// x·σ(x), with σ written out so it has a backward pass.
-///
-/// Not candle's fused `silu` (which has a backward): it computes x / (1 +
-/// e^-x) where this computes x · (1 + e^-x)^-1, which rounds differently, and
-/// the shipped default run's figures are pinned to this rounding. Switching
-/// is a deliberate change of results (see the performance issue).
+/// x·σ(x): candle's unary op, which has a backward pass.
 pub(super) fn silu(x: &Tensor) -> Result<Tensor> {
-    let sigmoid = (x.neg()?.exp()? + 1.0)?.recip()?;
-    Ok((x * sigmoid)?)
+    Ok(x.silu()?)
 }
 
 /// cos and sin tables `[max_seq_len, head_dim / 2]`, as `rope_slow` takes them.
@@ -94,10 +82,8 @@ pub(super) fn attention_mask(
 }
 
 /// Log-probability of each target token: `[batch, seq]` from logits
-/// `[batch, seq, vocab]` and targets `[batch, seq]` (u32).
+/// `[batch, seq, vocab]` and targets `[batch, seq]` (u32), in f32, without
+/// materializing the full log-softmax (see [`super::fused`]).
 pub fn token_log_probs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    let log_probs = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
-    Ok(log_probs
-        .gather(&targets.unsqueeze(D::Minus1)?.contiguous()?, D::Minus1)?
-        .squeeze(D::Minus1)?)
+    super::fused::log_softmax_gather(&logits.to_dtype(DType::F32)?, targets)
 }

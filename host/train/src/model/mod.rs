@@ -4,16 +4,18 @@
 //! attention, a SwiGLU MLP and tied input/output embeddings. The training path
 //! uses only ops with a backward pass: candle's fused softmax, rms-norm and
 //! rope kernels are custom ops without one and silently drop gradients
-//! (candle issue 2168). So rope is candle-nn's `rope_slow` (a composition of
-//! differentiable ops), softmax / log-softmax come from `candle_nn::ops`
-//! (compositions too), and RMSNorm and SiLU are written out here (see their
-//! comments for why not candle-nn's).
+//! (candle issue 2168). So softmax, log-softmax + gather and RMSNorm are
+//! fused ops of our own with a backward (`fused.rs`, tested against the
+//! composed maths by value and gradient), rope is candle-nn's `rope_slow` (a
+//! composition of differentiable ops) and SiLU is candle's unary op.
 //!
-//! The layers are in `layers.rs`; weights on disk in `weights.rs`.
+//! The layers are in `layers.rs`, fused ops in `fused.rs`; weights on disk in
+//! `weights.rs`.
 //!
 //! Rollouts call [`Decoder::detached`] first: the copy shares storage with the
 //! variables but records no graph, and [`KvCache`] keeps past keys and values.
 
+mod fused;
 mod layers;
 #[cfg(test)]
 mod tests;
@@ -23,7 +25,7 @@ pub use layers::token_log_probs;
 pub use weights::{load_weights, save_weights, sorted_vars};
 
 use crate::error::{Result, ensure};
-use candle_core::{D, DType, Device, Tensor};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::rotary_emb::rope_slow;
 use candle_nn::{Init, VarBuilder, VarMap};
 use layers::{attention_mask, linear, repeat_kv, rms_norm, rotary_tables, silu};
@@ -407,8 +409,7 @@ impl Decoder {
         let k = repeat_kv(&k, heads / kv_heads)?;
         let v = repeat_kv(&v, heads / kv_heads)?;
         let scores = (q.matmul(&k.t()?)? / (dim as f64).sqrt())?.broadcast_add(mask)?;
-        let probs = candle_nn::ops::softmax(&scores.to_dtype(DType::F32)?, D::Minus1)?
-            .to_dtype(x.dtype())?;
+        let probs = fused::softmax_last_dim(&scores.to_dtype(DType::F32)?)?.to_dtype(x.dtype())?;
         let out = probs
             .matmul(&v)?
             .transpose(1, 2)?

@@ -102,6 +102,22 @@ impl Run {
 
         // 3. Advantages; rollouts without one leave the batch.
         let advantages = advantages(&rewards, &phase.objective)?;
+        let groups = rewards.len().div_ceil(g).max(1) as f64;
+        let groups_solved = rewards
+            .chunks(g)
+            .filter(|group| group.iter().flatten().any(|&r| r >= 0.5))
+            .count() as f64
+            / groups;
+        let groups_informative = rewards
+            .chunks(g)
+            .filter(|group| {
+                let mut present = group.iter().flatten();
+                present
+                    .next()
+                    .is_some_and(|first| present.any(|r| r != first))
+            })
+            .count() as f64
+            / groups;
         let mut sequences = Vec::new();
         let mut kept_advantages = Vec::new();
         for (rollout, advantage) in rolled.iter().zip(&advantages) {
@@ -160,6 +176,8 @@ impl Run {
             skipped: skipped(update.grad_norm),
             reward_mean: Some(reward_mean),
             reward_failures: Some(failures),
+            groups_solved: Some(groups_solved),
+            groups_informative: Some(groups_informative),
             criteria: criterion_means(&scored),
             kl: update.kl,
             mean_turns: svr.then(|| turns as f64 / rolled.len().max(1) as f64),

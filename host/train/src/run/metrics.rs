@@ -74,6 +74,17 @@ pub struct MetricsLine<'a> {
     /// Held-out accuracy with final verification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heldout_accuracy_fv: Option<f64>,
+    /// Held-out pass@k (`pass_at_k` sampled answers per problem).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heldout_pass_at_k: Option<f64>,
+    /// Share of this step's prompt groups with at least one rewarded
+    /// rollout (pass@G on training prompts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_solved: Option<f64>,
+    /// Share of this step's prompt groups whose rewards differ, so they
+    /// carry a learning signal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_informative: Option<f64>,
     /// The plugin revisions behind the numbers.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub plugins: &'a [Provenance],

@@ -24,6 +24,12 @@ pub struct Summary {
     /// With self-verification: held-out FV accuracy at the end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heldout_accuracy_fv_final: Option<f64>,
+    /// Held-out pass@k after SFT (`pass_at_k` sampled answers per problem).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heldout_pass_at_k_sft: Option<f64>,
+    /// Held-out pass@k at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heldout_pass_at_k_final: Option<f64>,
     /// With self-verification: mean answer turns per GRPO rollout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_turns: Option<f64>,
@@ -61,6 +67,8 @@ impl Run {
             heldout_accuracy_final: final_eval.pr,
             heldout_accuracy_fv_sft: sft.fv,
             heldout_accuracy_fv_final: final_eval.fv,
+            heldout_pass_at_k_sft: sft.pass_at_k,
+            heldout_pass_at_k_final: final_eval.pass_at_k,
             mean_turns: svr.then(|| totals.turns as f64 / totals.rollouts.max(1) as f64),
             steps: self.config.total_steps(),
             wall_seconds: self.wall_seconds(),
@@ -113,6 +121,15 @@ fn report(summary: &Summary, config: &TrainConfig) -> String {
             "| held-out accuracy with final verification, after SFT → after GRPO | {sft:.3} → {last:.3} |\n\
              | mean answer turns per GRPO rollout | {:.2} |\n",
             summary.mean_turns.unwrap_or(1.0)
+        );
+    }
+    if let (Some(sft), Some(last)) = (
+        summary.heldout_pass_at_k_sft,
+        summary.heldout_pass_at_k_final,
+    ) {
+        text += &format!(
+            "| held-out pass@{} (sampled at temperature {}), after SFT → after GRPO | {sft:.3} → {last:.3} |\n",
+            config.pass_at_k, config.grpo.temperature
         );
     }
     text += &format!(

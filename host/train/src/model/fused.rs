@@ -1,0 +1,382 @@
+//! Fused CPU kernels *with a backward pass* for the three row-wise ops that
+//! dominate a small model's update: softmax over the last dimension (the
+//! attention probabilities), log-softmax + gather of the target token's
+//! log-probability (the policy's token log-probs: the loss never needs the
+//! full log-softmax), and RMSNorm.
+//!
+//! candle's own fused versions are custom ops without a backward (candle
+//! issues 2168, 3568, 3569): used in training they stop gradients silently.
+//! These implement `bwd`, each as one more fused pass. Composed from
+//! candle's element-wise ops, each would take five to ten passes, each
+//! allocating its output.
+//!
+//! Off the CPU, or for a dtype other than f32, the wrappers fall back to the
+//! same maths composed from candle ops (CUDA has those kernels), so every
+//! device trains; tests check that both paths agree in value and gradient.
+
+use crate::error::Result;
+use candle_core::{
+    CpuStorage, CustomOp1, CustomOp2, CustomOp3, D, DType, Layout, Shape, Tensor, WithDType,
+};
+
+/// Whether `x` can take the fused CPU path.
+fn fused_path(x: &Tensor) -> bool {
+    x.device().is_cpu() && x.dtype() == DType::F32
+}
+
+/// The contiguous data of a custom op's argument.
+fn data<'a, T: WithDType>(
+    storage: &'a CpuStorage,
+    layout: &Layout,
+) -> candle_core::Result<&'a [T]> {
+    let data = storage.as_slice::<T>()?;
+    match layout.contiguous_offsets() {
+        Some((start, end)) => Ok(&data[start..end]),
+        None => candle_core::bail!("fused op: expected a contiguous tensor"),
+    }
+}
+
+/// Length of the last dimension (the rows the ops work on).
+fn row_len(layout: &Layout) -> candle_core::Result<usize> {
+    layout
+        .shape()
+        .dims()
+        .last()
+        .copied()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| candle_core::Error::Msg("fused op: empty last dimension".into()))
+}
+
+/// Ops reading fewer elements than this run on one thread.
+const PARALLEL_FROM: usize = 1 << 15;
+
+/// Calls `f(row index, output row)` for every `width`-long row of `out`, on
+/// candle's thread pool when the op reads at least [`PARALLEL_FROM`]
+/// elements (`input_len`).
+fn for_each_row(
+    out: &mut [f32],
+    width: usize,
+    input_len: usize,
+    f: impl Fn(usize, &mut [f32]) + Sync + Send,
+) {
+    if input_len < PARALLEL_FROM {
+        out.chunks_exact_mut(width)
+            .enumerate()
+            .for_each(|(i, row)| f(i, row));
+        return;
+    }
+    use rayon::prelude::*;
+    // Rows of at least PARALLEL_FROM / 4 input elements per task.
+    let rows_per_task =
+        (PARALLEL_FROM / 4 / (input_len / (out.len() / width).max(1)).max(1)).max(1);
+    out.par_chunks_exact_mut(width)
+        .enumerate()
+        .with_min_len(rows_per_task)
+        .for_each(|(i, row)| f(i, row));
+}
+
+/// Writes softmax(`row`) into `out`.
+fn softmax_row(row: &[f32], out: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0f32;
+    for (o, &x) in out.iter_mut().zip(row) {
+        *o = (x - max).exp();
+        sum += *o;
+    }
+    let inv = 1.0 / sum;
+    out.iter_mut().for_each(|o| *o *= inv);
+}
+
+/// Softmax over the last dimension, with a backward pass.
+pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    if !fused_path(x) {
+        return Ok(candle_nn::ops::softmax(x, D::Minus1)?);
+    }
+    Ok(x.contiguous()?.apply_op1(Softmax)?)
+}
+
+struct Softmax;
+
+impl CustomOp1 for Softmax {
+    fn name(&self) -> &'static str {
+        "verifine-softmax"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        let x = data::<f32>(s, l)?;
+        let n = row_len(l)?;
+        let mut out = vec![0f32; x.len()];
+        for_each_row(&mut out, n, x.len(), |i, o| {
+            softmax_row(&x[i * n..(i + 1) * n], o)
+        });
+        Ok((CpuStorage::F32(out), l.shape().clone()))
+    }
+
+    fn bwd(&self, _: &Tensor, y: &Tensor, g: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        // dx = y · (g − Σ g·y), one pass per row.
+        Ok(Some(
+            y.apply_op2_no_bwd(&g.contiguous()?, &SoftmaxBackward)?,
+        ))
+    }
+}
+
+struct SoftmaxBackward;
+
+impl CustomOp2 for SoftmaxBackward {
+    fn name(&self) -> &'static str {
+        "verifine-softmax-backward"
+    }
+
+    fn cpu_fwd(
+        &self,
+        ys: &CpuStorage,
+        yl: &Layout,
+        gs: &CpuStorage,
+        gl: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (y, g) = (data::<f32>(ys, yl)?, data::<f32>(gs, gl)?);
+        let n = row_len(yl)?;
+        let mut out = vec![0f32; y.len()];
+        for_each_row(&mut out, n, y.len(), |i, o| {
+            let (yr, gr) = (&y[i * n..(i + 1) * n], &g[i * n..(i + 1) * n]);
+            let dot: f32 = yr.iter().zip(gr).map(|(a, b)| a * b).sum();
+            for ((o, &yv), &gv) in o.iter_mut().zip(yr).zip(gr) {
+                *o = yv * (gv - dot);
+            }
+        });
+        Ok((CpuStorage::F32(out), yl.shape().clone()))
+    }
+}
+
+/// `log softmax(logits)[target]` per row: `[..]` from logits `[.., vocab]`
+/// and targets `[..]` (u32), with a backward pass to the logits.
+pub fn log_softmax_gather(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    if !fused_path(logits) {
+        let log_probs = candle_nn::ops::log_softmax(logits, D::Minus1)?;
+        return Ok(log_probs
+            .gather(&targets.unsqueeze(D::Minus1)?.contiguous()?, D::Minus1)?
+            .squeeze(D::Minus1)?);
+    }
+    let targets = targets.to_dtype(DType::U32)?.contiguous()?;
+    Ok(logits.contiguous()?.apply_op2(&targets, LogSoftmaxGather)?)
+}
+
+/// The log-sum-exp of a row.
+fn log_sum_exp(row: &[f32]) -> f32 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = row.iter().map(|&x| (x - max).exp()).sum();
+    max + sum.ln()
+}
+
+/// Every target must index the vocabulary.
+fn check_targets(targets: &[u32], vocab: usize) -> candle_core::Result<()> {
+    match targets.iter().find(|&&t| t as usize >= vocab) {
+        Some(t) => {
+            candle_core::bail!("log_softmax_gather: target {t} outside a vocabulary of {vocab}")
+        }
+        None => Ok(()),
+    }
+}
+
+struct LogSoftmaxGather;
+
+impl CustomOp2 for LogSoftmaxGather {
+    fn name(&self) -> &'static str {
+        "verifine-log-softmax-gather"
+    }
+
+    fn cpu_fwd(
+        &self,
+        ls: &CpuStorage,
+        ll: &Layout,
+        ts: &CpuStorage,
+        tl: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (logits, targets) = (data::<f32>(ls, ll)?, data::<u32>(ts, tl)?);
+        let vocab = row_len(ll)?;
+        if logits.len() / vocab != targets.len() {
+            candle_core::bail!(
+                "log_softmax_gather: {} rows of logits, {} targets",
+                logits.len() / vocab,
+                targets.len()
+            );
+        }
+        check_targets(targets, vocab)?;
+        let mut out = vec![0f32; targets.len()];
+        for_each_row(&mut out, 1, logits.len(), |i, o| {
+            let row = &logits[i * vocab..(i + 1) * vocab];
+            o[0] = row[targets[i] as usize] - log_sum_exp(row);
+        });
+        Ok((CpuStorage::F32(out), tl.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        logits: &Tensor,
+        targets: &Tensor,
+        _: &Tensor,
+        g: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        // d logits = g · (onehot(target) − softmax(logits)), one pass per row.
+        let grad = logits.apply_op3_no_bwd(targets, &g.contiguous()?, &LogSoftmaxGatherBackward)?;
+        Ok((Some(grad), None))
+    }
+}
+
+struct LogSoftmaxGatherBackward;
+
+impl CustomOp3 for LogSoftmaxGatherBackward {
+    fn name(&self) -> &'static str {
+        "verifine-log-softmax-gather-backward"
+    }
+
+    fn cpu_fwd(
+        &self,
+        ls: &CpuStorage,
+        ll: &Layout,
+        ts: &CpuStorage,
+        tl: &Layout,
+        gs: &CpuStorage,
+        gl: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (logits, targets, g) = (
+            data::<f32>(ls, ll)?,
+            data::<u32>(ts, tl)?,
+            data::<f32>(gs, gl)?,
+        );
+        let vocab = row_len(ll)?;
+        check_targets(targets, vocab)?;
+        let mut out = vec![0f32; logits.len()];
+        for_each_row(&mut out, vocab, logits.len(), |i, o| {
+            let gi = g[i];
+            if gi == 0.0 {
+                return;
+            }
+            softmax_row(&logits[i * vocab..(i + 1) * vocab], o);
+            o.iter_mut().for_each(|p| *p *= -gi);
+            o[targets[i] as usize] += gi;
+        });
+        Ok((CpuStorage::F32(out), ll.shape().clone()))
+    }
+}
+
+/// RMSNorm over the last dimension, `x / √(mean x² + eps) · weight`, with a
+/// backward pass to `x` and `weight`.
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
+    if !fused_path(x) || weight.dtype() != DType::F32 {
+        let mean_square = x.sqr()?.mean_keepdim(D::Minus1)?;
+        let normed = x.broadcast_div(&(mean_square + eps)?.sqrt()?)?;
+        return Ok(normed.broadcast_mul(weight)?);
+    }
+    Ok(x.contiguous()?
+        .apply_op2(&weight.contiguous()?, RmsNorm { eps })?)
+}
+
+/// 1 / √(mean x² + eps) of a row, in f64 as the composed path's eps is.
+fn inverse_rms(row: &[f32], eps: f64) -> f32 {
+    let mean_square = row.iter().map(|x| x * x).sum::<f32>() / row.len() as f32;
+    (1.0 / (f64::from(mean_square) + eps).sqrt()) as f32
+}
+
+#[derive(Clone, Copy)]
+struct RmsNorm {
+    eps: f64,
+}
+
+impl CustomOp2 for RmsNorm {
+    fn name(&self) -> &'static str {
+        "verifine-rms-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        xs: &CpuStorage,
+        xl: &Layout,
+        ws: &CpuStorage,
+        wl: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (x, w) = (data::<f32>(xs, xl)?, data::<f32>(ws, wl)?);
+        let n = row_len(xl)?;
+        if w.len() != n {
+            candle_core::bail!("rms_norm: weight of {} for rows of {n}", w.len());
+        }
+        let mut out = vec![0f32; x.len()];
+        for_each_row(&mut out, n, x.len(), |i, o| {
+            let row = &x[i * n..(i + 1) * n];
+            let r = inverse_rms(row, self.eps);
+            for ((o, &xv), &wv) in o.iter_mut().zip(row).zip(w) {
+                *o = xv * r * wv;
+            }
+        });
+        Ok((CpuStorage::F32(out), xl.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _: &Tensor,
+        g: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        let g = g.contiguous()?;
+        let dx = x.apply_op3_no_bwd(w, &g, &RmsNormBackward { eps: self.eps })?;
+        // d weight = Σ over rows of g · x · r.
+        let normed = x.apply_op2_no_bwd(&w.ones_like()?, self)?;
+        let rows = x.elem_count() / w.elem_count();
+        let dw = (g * normed)?
+            .reshape((rows, w.elem_count()))?
+            .sum(0)?
+            .reshape(w.shape())?;
+        Ok((Some(dx), Some(dw)))
+    }
+}
+
+struct RmsNormBackward {
+    eps: f64,
+}
+
+impl CustomOp3 for RmsNormBackward {
+    fn name(&self) -> &'static str {
+        "verifine-rms-norm-backward"
+    }
+
+    fn cpu_fwd(
+        &self,
+        xs: &CpuStorage,
+        xl: &Layout,
+        ws: &CpuStorage,
+        wl: &Layout,
+        gs: &CpuStorage,
+        gl: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (x, w, g) = (
+            data::<f32>(xs, xl)?,
+            data::<f32>(ws, wl)?,
+            data::<f32>(gs, gl)?,
+        );
+        let n = row_len(xl)?;
+        let mut out = vec![0f32; x.len()];
+        for_each_row(&mut out, n, x.len(), |i, o| {
+            let (row, gr) = (&x[i * n..(i + 1) * n], &g[i * n..(i + 1) * n]);
+            // y = x·r·w with r = (mean x² + eps)^-½:
+            // dx = r·(g·w) − x·r³·mean(g·w·x).
+            let r = inverse_rms(row, self.eps);
+            let mean_gwx = row
+                .iter()
+                .zip(gr)
+                .zip(w)
+                .map(|((&xv, &gv), &wv)| gv * wv * xv)
+                .sum::<f32>()
+                / n as f32;
+            let r3 = r * r * r;
+            for (((o, &xv), &gv), &wv) in o.iter_mut().zip(row).zip(gr).zip(w) {
+                *o = r * gv * wv - xv * r3 * mean_gwx;
+            }
+        });
+        Ok((CpuStorage::F32(out), xl.shape().clone()))
+    }
+}
+
+#[cfg(test)]
+#[path = "fused_tests.rs"]
+mod tests;
