@@ -43,7 +43,33 @@ impl Series {
         }
         series
     }
+
+    /// The reward as a trailing mean over `window` steps, so the trend shows
+    /// through the per-step noise.
+    pub fn smoothed_reward(&self, window: usize) -> Vec<(f64, f64)> {
+        let window = window.max(1);
+        let mut sum = 0.0;
+        self.reward
+            .iter()
+            .enumerate()
+            .map(|(i, &(step, value))| {
+                sum += value;
+                if i >= window {
+                    sum -= self.reward[i - window].1;
+                }
+                (step, sum / (i + 1).min(window) as f64)
+            })
+            .collect()
+    }
 }
+
+/// Steps the reward is smoothed over: a twentieth of the run, at least 5.
+fn smoothing_window(points: usize) -> usize {
+    (points / 20).max(5)
+}
+
+/// Points are marked with dots only up to this many per line.
+const DOTS_UP_TO: usize = 60;
 
 /// Draws the plot into `path` through a temporary file and a rename.
 pub fn draw(series: &Series, path: &Path) -> Result<()> {
@@ -72,11 +98,17 @@ pub fn draw(series: &Series, path: &Path) -> Result<()> {
         } else {
             (0.0, 1.0)
         };
+        let window = smoothing_window(series.reward.len());
+        let smoothed = series.smoothed_reward(window);
+        let smoothed_label = format!("trailing mean of {window} steps");
         panel(
             &top,
-            "GRPO reward (mean per step)",
+            "GRPO reward",
             lo..hi,
-            &[("reward", &series.reward, BLUE)],
+            &[
+                ("mean per step", &series.reward, RGBColor(150, 170, 235)),
+                (&smoothed_label, &smoothed, BLUE),
+            ],
         )?;
         let mut accuracy = vec![("pure run (PR)", &series.accuracy, RED)];
         if !series.accuracy_fv.is_empty() {
@@ -113,6 +145,7 @@ fn panel(
     chart
         .configure_mesh()
         .x_desc("step")
+        .x_label_formatter(&|x| format!("{}", x.round() as i64))
         .label_style((FAMILY, 12))
         .draw()
         .map_err(plot_error)?;
@@ -123,9 +156,11 @@ fn panel(
             .map_err(plot_error)?
             .label(*label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        chart
-            .draw_series(points.iter().map(|p| Circle::new(*p, 2, color.filled())))
-            .map_err(plot_error)?;
+        if points.len() <= DOTS_UP_TO {
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 2, color.filled())))
+                .map_err(plot_error)?;
+        }
     }
     chart
         .configure_series_labels()
@@ -159,6 +194,14 @@ mod tests {
         assert_eq!(series.reward, vec![(1.0, 0.5), (2.0, 0.75)]);
         assert_eq!(series.accuracy, vec![(1.0, 0.25), (3.0, 0.5)]);
         assert_eq!(series.accuracy_fv, vec![(3.0, 0.6)]);
+        assert_eq!(series.smoothed_reward(2), vec![(1.0, 0.5), (2.0, 0.625)]);
+        let long = Series {
+            reward: (0..10).map(|i| (i as f64, i as f64)).collect(),
+            ..Series::default()
+        };
+        let smoothed = long.smoothed_reward(4);
+        assert_eq!(smoothed[3], (3.0, 1.5));
+        assert_eq!(smoothed[9], (9.0, 7.5));
 
         let dir = std::env::temp_dir().join(format!("verifine-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
