@@ -82,10 +82,10 @@ pub struct SftConfig {
 impl Default for SftConfig {
     fn default() -> Self {
         SftConfig {
-            steps: 800,
+            steps: 700,
             batch_size: 16,
             optim: OptimConfig {
-                learning_rate: 5e-3,
+                learning_rate: 2e-3,
                 warmup_steps: 20,
                 ..OptimConfig::default()
             },
@@ -128,13 +128,13 @@ pub struct GrpoPhase {
 impl Default for GrpoPhase {
     fn default() -> Self {
         GrpoPhase {
-            steps: 80,
-            prompts_per_step: 8,
+            steps: 300,
+            prompts_per_step: 16,
             max_new_tokens: 48,
             temperature: 1.0,
             objective: GrpoConfig::default(),
             optim: OptimConfig {
-                learning_rate: 5e-4,
+                learning_rate: 2e-4,
                 warmup_steps: 5,
                 ..OptimConfig::default()
             },
@@ -285,8 +285,8 @@ impl Default for TrainConfig {
             },
             train_problems: 4000,
             heldout_problems: 200,
-            eval_every: 20,
-            pass_at_k: 0,
+            eval_every: 25,
+            pass_at_k: 8,
             vocab_size: 400,
             model: ModelSize::default(),
             sft: SftConfig::default(),
