@@ -492,15 +492,19 @@ fn a_revision_that_behaves_only_on_the_canary_is_rolled_back_on_live_rollouts() 
         assert_eq!(line["plugins"][0]["name"], expected, "{line}");
     }
 
-    // Killed while the revision was still watched: the resumed run keeps
-    // watching from what the checkpoint counted, and rolls back at the same
-    // boundary, to the same weights.
+    // Killed while the revision was still watched (after the promotion at
+    // step 1, before the rollback): the resumed run keeps watching from what
+    // the checkpoint counted, and rolls back at the same boundary, to the
+    // same weights.
+    let promoted = first_run[0]["step"].as_u64().unwrap();
+    let killed_at = step - 1;
+    assert!(killed_at > promoted, "rolled back at {step}");
     let weights = std::fs::read(run.join("model.safetensors")).unwrap();
-    for later in 7..=15 {
+    for later in killed_at + 1..=15 {
         std::fs::remove_dir_all(run.join(format!("checkpoints/step-{later:08}"))).unwrap();
     }
     let summary = resume(&run).unwrap();
-    assert_eq!(summary.resumed_from_step, Some(6));
+    assert_eq!(summary.resumed_from_step, Some(killed_at as usize));
     let again: Vec<Value> = events(&run)
         .into_iter()
         .filter(|e| e["event"] == "auto-rolled-back")
