@@ -1,7 +1,10 @@
 //! `math-answer` scoring per sample, three ways on the same batch of 256 GSM8K
 //! model solutions: the Rust function linked into the bench (`native`), the
-//! same crate as a native plugin loaded with libloading (`native_cdylib`, JSON
-//! across the C ABI), and the component in the WASM sandbox (`wasm`).
+//! same crate as a native plugin loaded with libloading (`native_cdylib`,
+//! postcard across the C ABI), and the component in the WASM sandbox
+//! (`wasm`); beside them `wasm_boundary_only`, a component that returns
+//! judgments of the same shape without reading the text, which is what
+//! crossing the sandbox costs by itself.
 //!
 //! cargo bench -p verifine-runtime --features native --bench math_answer
 //!
@@ -95,6 +98,9 @@ fn bench(c: &mut Criterion) {
         .nth(2)
         .unwrap();
     let library = verifine_wasm_build::build_native_libraries(workspace, &["math-answer"]);
+    let boundary = verifine_wasm_build::build_components(workspace, &["boundary-only"]);
+    let boundary = runtime.load(boundary[0].path.as_path()).unwrap();
+    let mut boundary = boundary.instance();
     let cdylib = NativePlugin::load(&library[0].path, true).unwrap();
 
     // Same verdicts both ways before timing anything.
@@ -121,6 +127,9 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("wasm", |b| {
         b.iter(|| black_box(instance.judge(&host_ctx, black_box(&host_samples)).unwrap()))
+    });
+    group.bench_function("wasm_boundary_only", |b| {
+        b.iter(|| black_box(boundary.judge(&host_ctx, black_box(&host_samples)).unwrap()))
     });
     group.finish();
 }

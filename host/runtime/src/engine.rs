@@ -39,6 +39,11 @@ impl SandboxEngine {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
+        // For profiling guests: `VERIFINE_PERFMAP=1 perf record …` names plugin
+        // functions (perf reads /tmp/perf-PID.map).
+        if std::env::var_os("VERIFINE_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
 
         let stop = Arc::new(AtomicBool::new(false));
