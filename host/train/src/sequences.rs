@@ -4,7 +4,7 @@
 //! the response, in GRPO the completion, never the prompt, the padding, or
 //! (in self-verification rollouts) the verification turns.
 
-use super::model::{Decoder, token_log_probs};
+use super::model::Decoder;
 use crate::error::{Result, ensure};
 use candle_core::{DType, Device, Tensor};
 
@@ -85,8 +85,7 @@ pub fn batch(sequences: &[Sequence], pad: u32, device: &Device) -> Result<Sequen
 /// Log-prob of every target under `model`: one full forward pass over the
 /// whole conversation, `[batch, longest − 1]`.
 pub fn log_probs(model: &Decoder, batch: &SequenceBatch) -> Result<Tensor> {
-    let logits = model.forward(&batch.input, Some(&batch.key_mask))?;
-    token_log_probs(&logits, &batch.targets)
+    model.target_log_probs(&batch.input, Some(&batch.key_mask), &batch.targets)
 }
 
 /// SFT loss: negative log-likelihood of trainable tokens, each sequence

@@ -1,6 +1,6 @@
-//! Fused CPU kernels *with a backward pass* for the three row-wise ops that
-//! dominate a small model's update: softmax over the last dimension (the
-//! attention probabilities), log-softmax + gather of the target token's
+//! Fused CPU kernels *with a backward pass* for the row-wise ops that
+//! dominate a small model's update: softmax over the last dimension (and
+//! attention's scale + mask + softmax in one), log-softmax + gather of the target token's
 //! log-probability (the policy's token log-probs: the loss never needs the
 //! full log-softmax), and RMSNorm.
 //!
@@ -20,12 +20,12 @@ use candle_core::{
 };
 
 /// Whether `x` can take the fused CPU path.
-fn fused_path(x: &Tensor) -> bool {
+pub(super) fn fused_path(x: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32
 }
 
 /// The contiguous data of a custom op's argument.
-fn data<'a, T: WithDType>(
+pub(super) fn data<'a, T: WithDType>(
     storage: &'a CpuStorage,
     layout: &Layout,
 ) -> candle_core::Result<&'a [T]> {
@@ -37,7 +37,7 @@ fn data<'a, T: WithDType>(
 }
 
 /// Length of the last dimension (the rows the ops work on).
-fn row_len(layout: &Layout) -> candle_core::Result<usize> {
+pub(super) fn row_len(layout: &Layout) -> candle_core::Result<usize> {
     layout
         .shape()
         .dims()
@@ -53,7 +53,7 @@ const PARALLEL_FROM: usize = 1 << 15;
 /// Calls `f(row index, output row)` for every `width`-long row of `out`, on
 /// candle's thread pool when the op reads at least [`PARALLEL_FROM`]
 /// elements (`input_len`).
-fn for_each_row(
+pub(super) fn for_each_row(
     out: &mut [f32],
     width: usize,
     input_len: usize,
@@ -114,13 +114,18 @@ impl CustomOp1 for Softmax {
 
     fn bwd(&self, _: &Tensor, y: &Tensor, g: &Tensor) -> candle_core::Result<Option<Tensor>> {
         // dx = y · (g − Σ g·y), one pass per row.
-        Ok(Some(
-            y.apply_op2_no_bwd(&g.contiguous()?, &SoftmaxBackward)?,
-        ))
+        Ok(Some(y.apply_op2_no_bwd(
+            &g.contiguous()?,
+            &SoftmaxBackward { scale: 1.0 },
+        )?))
     }
 }
 
-struct SoftmaxBackward;
+/// `scale · y · (g − Σ g·y)` per row: the gradient of softmax at output `y`
+/// (of its input scaled by `scale`).
+struct SoftmaxBackward {
+    scale: f32,
+}
 
 impl CustomOp2 for SoftmaxBackward {
     fn name(&self) -> &'static str {
@@ -141,10 +146,95 @@ impl CustomOp2 for SoftmaxBackward {
             let (yr, gr) = (&y[i * n..(i + 1) * n], &g[i * n..(i + 1) * n]);
             let dot: f32 = yr.iter().zip(gr).map(|(a, b)| a * b).sum();
             for ((o, &yv), &gv) in o.iter_mut().zip(yr).zip(gr) {
-                *o = yv * (gv - dot);
+                *o = self.scale * yv * (gv - dot);
             }
         });
         Ok((CpuStorage::F32(out), yl.shape().clone()))
+    }
+}
+
+/// `softmax(scale · scores + mask)` over the last dimension, with a backward
+/// pass to `scores`: attention's scaling, masking and normalisation in one
+/// pass each way. `mask` is the additive `[batch, 1, queries, keys]` shared
+/// by every head (it gets no gradient); `scores` is `[batch, heads,
+/// queries, keys]`, or any `[batch, a, b, keys]` whose rows cycle through
+/// the queries (grouped-query attention's `[batch, kv_heads, group ·
+/// queries, keys]`), so no reshape is needed on either side.
+pub fn scaled_masked_softmax(scores: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
+    let (batch, _, rows, keys) = scores.dims4()?;
+    let (mask_batch, mask_heads, queries, mask_keys) = mask.dims4()?;
+    if (mask_batch, mask_heads, mask_keys) != (batch, 1, keys) || !rows.is_multiple_of(queries.max(1)) {
+        crate::error::bail!(
+            "scaled_masked_softmax: mask {:?} for scores {:?}",
+            mask.dims(),
+            scores.dims()
+        );
+    }
+    if !fused_path(scores) || mask.dtype() != DType::F32 {
+        let (b, a, _, k) = scores.dims4()?;
+        let per_query = scores.reshape((b, a * rows / queries, queries, k))?;
+        let probs = softmax_last_dim(&(per_query * scale)?.broadcast_add(mask)?)?;
+        return Ok(probs.reshape(scores.shape())?);
+    }
+    Ok(scores
+        .contiguous()?
+        .apply_op2(&mask.contiguous()?, ScaledMaskedSoftmax { scale })?)
+}
+
+struct ScaledMaskedSoftmax {
+    scale: f64,
+}
+
+impl CustomOp2 for ScaledMaskedSoftmax {
+    fn name(&self) -> &'static str {
+        "verifine-scaled-masked-softmax"
+    }
+
+    fn cpu_fwd(
+        &self,
+        ss: &CpuStorage,
+        sl: &Layout,
+        ms: &CpuStorage,
+        ml: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (scores, mask) = (data::<f32>(ss, sl)?, data::<f32>(ms, ml)?);
+        let (_, a, rows, keys) = sl.shape().dims4()?;
+        let queries = ml.shape().dims()[2];
+        let scale = self.scale as f32;
+        let mut out = vec![0f32; scores.len()];
+        for_each_row(&mut out, keys, scores.len(), |i, o| {
+            // Row i is (batch, head, query) in row order; the mask row drops
+            // the head.
+            let (b, q) = (i / (a * rows), i % queries);
+            let m = &mask[(b * queries + q) * keys..][..keys];
+            let row = &scores[i * keys..(i + 1) * keys];
+            for ((o, &x), &mv) in o.iter_mut().zip(row).zip(m) {
+                *o = x * scale + mv;
+            }
+            let max = o.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0f32;
+            for o in o.iter_mut() {
+                *o = (*o - max).exp();
+                sum += *o;
+            }
+            let inv = 1.0 / sum;
+            o.iter_mut().for_each(|o| *o *= inv);
+        });
+        Ok((CpuStorage::F32(out), sl.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        _: &Tensor,
+        _: &Tensor,
+        y: &Tensor,
+        g: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        // d scores = scale · y · (g − Σ g·y).
+        let backward = SoftmaxBackward {
+            scale: self.scale as f32,
+        };
+        Ok((Some(y.apply_op2_no_bwd(&g.contiguous()?, &backward)?), None))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Each fused op against the same maths composed from candle ops, by value
 //! and by gradient, and its gradient against finite differences.
 
+use super::super::heads::{HeadLayout, to_heads, to_rows};
 use super::*;
 use candle_core::{Device, Var};
 use verifine_base::SplitMix64;
@@ -213,4 +214,145 @@ fn large_inputs_split_across_threads_give_the_same_results() {
     assert!(max_difference(&fused, &composed) < 1e-5);
     assert!(max_difference(&fused_grads[0], &composed_grads[0]) < 1e-5);
     assert!(max_difference(&fused_grads[1], &composed_grads[1]) < 1e-4);
+}
+
+fn composed_scaled_masked_softmax(scores: &Tensor, mask: &Tensor, scale: f64) -> Tensor {
+    candle_nn::ops::softmax(
+        &(scores * scale).unwrap().broadcast_add(mask).unwrap(),
+        D::Minus1,
+    )
+    .unwrap()
+}
+
+#[test]
+fn scaled_masked_softmax_matches_the_composition_in_value_and_gradient() {
+    let scores = random(&[2, 3, 5, 6], 11, 4.0);
+    // Causal mask with one padded key in the second sequence, as the model builds it.
+    let mask = super::super::layers::attention_mask(
+        2,
+        1,
+        5,
+        Some(&Tensor::new(&[[1u32, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1]], &Device::Cpu).unwrap()),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let weights = random(&[2, 3, 5, 6], 12, 1.0);
+    let scale = 0.25;
+    let (fused, fused_grad) = value_and_grads(&[scores.clone()], &weights, |t| {
+        scaled_masked_softmax(&t[0], &mask, scale).unwrap()
+    });
+    let (composed, composed_grad) = value_and_grads(&[scores.clone()], &weights, |t| {
+        composed_scaled_masked_softmax(&t[0], &mask, scale)
+    });
+    assert!(max_difference(&fused, &composed) < 1e-6);
+    assert!(max_difference(&fused_grad[0], &composed_grad[0]) < 1e-6);
+    // Masked keys get no probability and no gradient.
+    let first_row = fused.get(1).unwrap().get(0).unwrap().get(0).unwrap();
+    let first_row = first_row.to_vec1::<f32>().unwrap();
+    assert_eq!(first_row[0], 0.0, "padded key");
+    assert_eq!(first_row[1], 1.0, "the only visible key");
+    assert!(first_row[2..].iter().all(|&p| p == 0.0), "future keys");
+    check_finite_differences(&scores, &weights, &fused_grad[0], |t| {
+        scaled_masked_softmax(t, &mask, scale).unwrap()
+    });
+    // Grouped-query layout: three heads' rows stacked in one block.
+    let grouped = scaled_masked_softmax(&scores.reshape((2, 1, 15, 6)).unwrap(), &mask, scale);
+    let grouped = grouped.unwrap().reshape((2, 3, 5, 6)).unwrap();
+    assert_eq!(max_difference(&grouped, &fused), 0.0);
+}
+
+#[test]
+fn scaled_masked_softmax_refuses_a_mask_of_another_shape() {
+    let scores = random(&[2, 3, 5, 6], 13, 1.0);
+    let mask = random(&[2, 3, 5, 6], 14, 1.0);
+    let error = scaled_masked_softmax(&scores, &mask, 1.0).unwrap_err();
+    assert!(error.to_string().contains("mask"), "{error}");
+}
+
+/// What `to_heads` with tables fuses: token rows to `[batch, heads, seq,
+/// dim]`, then candle-nn's `rope_slow`.
+fn composed_rope_heads(x: &Tensor, layout: HeadLayout, cos: &Tensor, sin: &Tensor) -> Tensor {
+    let (b, s, h, d) = (layout.batch, layout.seq, layout.heads, layout.dim);
+    let heads = x.reshape((b, s, h, d)).unwrap().transpose(1, 2).unwrap();
+    candle_nn::rotary_emb::rope_slow(&heads.contiguous().unwrap(), cos, sin).unwrap()
+}
+
+const LAYOUT: HeadLayout = HeadLayout {
+    batch: 2,
+    seq: 5,
+    heads: 4,
+    dim: 8,
+};
+
+#[test]
+fn rope_heads_matches_the_composition_in_value_and_gradient() {
+    let x = random(&[10, 32], 21, 2.0);
+    // Tables for positions 3..8 of a longer run.
+    let angles = random(&[9, 4], 22, 3.0);
+    let (cos, sin) = (
+        angles.cos().unwrap().narrow(0, 3, 5).unwrap(),
+        angles.sin().unwrap().narrow(0, 3, 5).unwrap(),
+    );
+    let weights = random(&[2, 4, 5, 8], 23, 1.0);
+    let rotated = |t: &Tensor| to_heads(t, LAYOUT, 1, Some((&cos, &sin))).unwrap();
+    let (fused, fused_grad) = value_and_grads(&[x.clone()], &weights, |t| rotated(&t[0]));
+    let (composed, composed_grad) = value_and_grads(&[x.clone()], &weights, |t| {
+        composed_rope_heads(&t[0], LAYOUT, &cos, &sin)
+    });
+    assert_eq!(fused.dims(), &[2, 4, 5, 8]);
+    assert!(max_difference(&fused, &composed) < 1e-6);
+    assert!(max_difference(&fused_grad[0], &composed_grad[0]) < 1e-6);
+    check_finite_differences(&x, &weights, &fused_grad[0], rotated);
+    // Grouped: the same elements, two heads stacked per row block.
+    let grouped = to_heads(&x, LAYOUT, 2, Some((&cos, &sin))).unwrap();
+    assert_eq!(grouped.dims(), &[2, 2, 10, 8]);
+    assert!(max_difference(&grouped.reshape((2, 4, 5, 8)).unwrap(), &fused) == 0.0);
+}
+
+#[test]
+fn moving_heads_there_and_back_is_the_identity_with_a_gradient_both_ways() {
+    let x = random(&[10, 32], 26, 2.0);
+    let weights = random(&[10, 32], 27, 1.0);
+    let there_and_back =
+        |t: &[Tensor]| to_rows(&to_heads(&t[0], LAYOUT, 2, None).unwrap(), LAYOUT).unwrap();
+    let (value, grad) = value_and_grads(&[x.clone()], &weights, there_and_back);
+    assert_eq!(max_difference(&value, &x), 0.0);
+    assert_eq!(max_difference(&grad[0], &weights), 0.0);
+    let plain = to_heads(&x, LAYOUT, 1, None).unwrap();
+    let composed = x.reshape((2, 5, 4, 8)).unwrap().transpose(1, 2).unwrap();
+    assert_eq!(max_difference(&plain, &composed.contiguous().unwrap()), 0.0);
+}
+
+#[test]
+fn moving_heads_refuses_shapes_and_tables_that_do_not_fit() {
+    let x = random(&[10, 32], 24, 1.0);
+    let short = random(&[4, 4], 25, 1.0);
+    let error = to_heads(&x, LAYOUT, 1, Some((&short, &short))).unwrap_err();
+    assert!(error.to_string().contains("rope"), "{error}");
+    let error = to_heads(&x, LAYOUT, 3, None).unwrap_err();
+    assert!(error.to_string().contains("to_heads"), "{error}");
+    let error = to_rows(&random(&[2, 4, 5, 7], 28, 1.0), LAYOUT).unwrap_err();
+    assert!(error.to_string().contains("to_rows"), "{error}");
+}
+
+#[test]
+fn swiglu_matches_the_composition_in_value_and_both_gradients() {
+    let gate = random(&[3, 5, 7], 31, 4.0);
+    let up = random(&[3, 5, 7], 32, 2.0);
+    let weights = random(&[3, 5, 7], 33, 1.0);
+    let swiglu = |t: &[Tensor]| super::super::swiglu::swiglu(&t[0], &t[1]).unwrap();
+    let (fused, fused_grads) = value_and_grads(&[gate.clone(), up.clone()], &weights, swiglu);
+    let (composed, composed_grads) = value_and_grads(&[gate.clone(), up.clone()], &weights, |t| {
+        (t[0].silu().unwrap() * &t[1]).unwrap()
+    });
+    assert!(max_difference(&fused, &composed) < 1e-5);
+    for (f, c) in fused_grads.iter().zip(&composed_grads) {
+        assert!(max_difference(f, c) < 1e-5);
+    }
+    check_finite_differences(&gate, &weights, &fused_grads[0], |t| {
+        super::super::swiglu::swiglu(t, &up).unwrap()
+    });
+    check_finite_differences(&up, &weights, &fused_grads[1], |t| {
+        super::super::swiglu::swiglu(&gate, t).unwrap()
+    });
 }

@@ -4,9 +4,17 @@ use super::{MASKED, ModelConfig};
 use crate::error::{Result, ensure};
 use candle_core::{DType, Device, Tensor};
 
-/// `x · wᵀ` for `x` of any leading shape.
+/// `x · wᵀ` for `x` of any leading shape, as one 2-D product over the
+/// flattened leading dimensions: the weight's gradient is then one
+/// `[out, in]` product, where a broadcast product would first build one per
+/// batch row and sum them.
 pub(super) fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
-    Ok(x.broadcast_matmul(&w.t()?)?)
+    let mut dims = x.dims().to_vec();
+    let features = dims.pop().unwrap_or(1);
+    let rows = x.elem_count() / features.max(1);
+    let y = x.reshape((rows, features))?.matmul(&w.t()?)?;
+    dims.push(w.dim(0)?);
+    Ok(y.reshape(dims)?)
 }
 
 /// RMSNorm in f32 whatever the compute dtype (fused on the CPU, with its
@@ -16,11 +24,6 @@ pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> 
     let normed =
         super::fused::rms_norm(&x.to_dtype(DType::F32)?, &weight.to_dtype(DType::F32)?, eps)?;
     Ok(normed.to_dtype(dtype)?)
-}
-
-/// x·σ(x): candle's unary op, which has a backward pass.
-pub(super) fn silu(x: &Tensor) -> Result<Tensor> {
-    Ok(x.silu()?)
 }
 
 /// cos and sin tables `[max_seq_len, head_dim / 2]`, as `rope_slow` takes them.
@@ -35,17 +38,6 @@ pub(super) fn rotary_tables(config: &ModelConfig, device: &Device) -> Result<(Te
         .unsqueeze(1)?;
     let angles = positions.broadcast_mul(&inv_freq.unsqueeze(0)?)?;
     Ok((angles.cos()?, angles.sin()?))
-}
-
-/// Repeats key/value heads for grouped-query attention.
-pub(super) fn repeat_kv(x: &Tensor, times: usize) -> Result<Tensor> {
-    if times == 1 {
-        return Ok(x.clone());
-    }
-    let (b, kv, seq, dim) = x.dims4()?;
-    Ok(x.unsqueeze(2)?
-        .broadcast_as((b, kv, times, seq, dim))?
-        .reshape((b, kv * times, seq, dim))?)
 }
 
 /// Additive mask `[batch, 1, new, start + new]`: causal, and padding keys

@@ -6,8 +6,9 @@
 //! rope kernels are custom ops without one and silently drop gradients
 //! (candle issue 2168). So softmax, log-softmax + gather and RMSNorm are
 //! fused ops of our own with a backward (`fused.rs`, tested against the
-//! composed maths by value and gradient), rope is candle-nn's `rope_slow` (a
-//! composition of differentiable ops) and SiLU is candle's unary op.
+//! composed maths by value and gradient), and so is rope together with the
+//! move of heads between token rows and attention's layout (`heads.rs`) and the MLP's gating
+//! `silu(gate) · up` (`swiglu.rs`).
 //!
 //! The layers are in `layers.rs`, fused ops in `fused.rs`; weights on disk in
 //! `weights.rs`.
@@ -16,7 +17,9 @@
 //! variables but records no graph, and [`KvCache`] keeps past keys and values.
 
 mod fused;
+mod heads;
 mod layers;
+mod swiglu;
 #[cfg(test)]
 mod tests;
 mod weights;
@@ -26,9 +29,9 @@ pub use weights::{load_weights, save_weights, sorted_vars};
 
 use crate::error::{Result, ensure};
 use candle_core::{DType, Device, Tensor};
-use candle_nn::rotary_emb::rope_slow;
 use candle_nn::{Init, VarBuilder, VarMap};
-use layers::{attention_mask, linear, repeat_kv, rms_norm, rotary_tables, silu};
+use heads::{HeadLayout, to_heads, to_rows};
+use layers::{attention_mask, linear, rms_norm, rotary_tables};
 use serde::{Deserialize, Serialize};
 use verifine_base::SplitMix64;
 
@@ -332,10 +335,46 @@ impl Decoder {
         self.forward_cached(ids, key_mask, &mut cache)
     }
 
+    /// Log-probability of each of `targets` (`[batch, seq]`, u32) after the
+    /// tokens of `ids` up to it: `[batch, seq]`. What training needs, without
+    /// the `[batch, seq, vocab]` logits ever being reshaped or normalised as
+    /// a whole (see [`fused::log_softmax_gather`]).
+    pub fn target_log_probs(
+        &self,
+        ids: &Tensor,
+        key_mask: Option<&Tensor>,
+        targets: &Tensor,
+    ) -> Result<Tensor> {
+        let (batch, seq) = ids.dims2()?;
+        ensure!(
+            targets.dims2()? == (batch, seq),
+            "targets {:?} for ids {:?}",
+            targets.dims(),
+            ids.dims()
+        );
+        let logits = self.logit_rows(ids, key_mask, &mut KvCache::default())?;
+        let targets = targets.flatten_all()?;
+        Ok(layers::token_log_probs(&logits, &targets)?.reshape((batch, seq))?)
+    }
+
     /// Logits for `ids` (`[batch, new]`) following the positions in `cache`,
-    /// which is extended. `key_mask` covers every position so far
-    /// (`[batch, cache.len + new]`).
+    /// which is extended: `[batch, new, vocab]`. `key_mask` covers every
+    /// position so far (`[batch, cache.len + new]`).
     pub fn forward_cached(
+        &self,
+        ids: &Tensor,
+        key_mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
+        let (batch, new) = ids.dims2()?;
+        let logits = self.logit_rows(ids, key_mask, cache)?;
+        Ok(logits.reshape((batch, new, self.config.vocab_size))?)
+    }
+
+    /// Logits with one row per token, `[batch · new, vocab]`. The residual
+    /// stream stays in token rows `[batch · new, hidden]` throughout, so
+    /// projections are plain 2-D products and only attention moves heads.
+    fn logit_rows(
         &self,
         ids: &Tensor,
         key_mask: Option<&Tensor>,
@@ -352,52 +391,56 @@ impl Decoder {
         if cache.layers.is_empty() {
             cache.layers = vec![None; self.config.num_layers];
         }
-        let h = self.config.hidden_size;
-        let mut x = self
-            .embed
-            .index_select(&ids.flatten_all()?, 0)?
-            .reshape((batch, new, h))?;
-        let mask = attention_mask(batch, start, new, key_mask, x.device())?.to_dtype(x.dtype())?;
-        let cos = self.cos.narrow(0, start, new)?;
-        let sin = self.sin.narrow(0, start, new)?;
+        let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?;
+        let mask = attention_mask(batch, start, new, key_mask, x.device())?;
+        let tables = (
+            self.cos.narrow(0, start, new)?,
+            self.sin.narrow(0, start, new)?,
+        );
         for (block, layer_cache) in self.blocks.iter().zip(cache.layers.iter_mut()) {
-            let attn = self.attention(block, &x, &mask, &cos, &sin, layer_cache)?;
+            let attn = self.attention(block, &x, (batch, new), &mask, &tables, layer_cache)?;
             x = (x + attn)?;
             let hn = rms_norm(&x, &block.mlp_norm, self.config.rms_eps)?;
             let gate = linear(&hn, &block.gate)?;
             let up = linear(&hn, &block.up)?;
-            let mlp = linear(&(silu(&gate)? * up)?, &block.down)?;
+            let mlp = linear(&swiglu::swiglu(&gate, &up)?, &block.down)?;
             x = (x + mlp)?;
         }
         cache.len += new;
         let x = rms_norm(&x, &self.final_norm, self.config.rms_eps)?;
-        Ok(x.broadcast_matmul(&self.embed.t()?)?)
+        linear(&x, &self.embed)
     }
 
+    /// Self-attention of the token rows `x` (`[batch · new, hidden]`).
     fn attention(
         &self,
         block: &Block,
         x: &Tensor,
+        (batch, new): (usize, usize),
         mask: &Tensor,
-        cos: &Tensor,
-        sin: &Tensor,
+        (cos, sin): &(Tensor, Tensor),
         cache: &mut Option<(Tensor, Tensor)>,
     ) -> Result<Tensor> {
-        let (batch, new, _) = x.dims3()?;
         let (heads, kv_heads, dim) = (
             self.config.num_heads,
             self.config.num_kv_heads,
             self.config.head_dim(),
         );
-        let hn = rms_norm(x, &block.attn_norm, self.config.rms_eps)?;
-        let split = |t: Tensor, n: usize| -> Result<Tensor> {
-            Ok(t.reshape((batch, new, n, dim))?
-                .transpose(1, 2)?
-                .contiguous()?)
+        let layout = |heads| HeadLayout {
+            batch,
+            seq: new,
+            heads,
+            dim,
         };
-        let q = rope_slow(&split(linear(&hn, &block.q)?, heads)?, cos, sin)?;
-        let k = rope_slow(&split(linear(&hn, &block.k)?, kv_heads)?, cos, sin)?;
-        let v = split(linear(&hn, &block.v)?, kv_heads)?;
+        // Grouped-query attention without copying keys and values per head:
+        // the `group` query heads sharing a key/value head are stacked as
+        // rows of one product, `[batch, kv_heads, group · new, dim]`.
+        let group = heads / kv_heads;
+        let hn = rms_norm(x, &block.attn_norm, self.config.rms_eps)?;
+        let rotary = Some((cos, sin));
+        let q = to_heads(&linear(&hn, &block.q)?, layout(heads), group, rotary)?;
+        let k = to_heads(&linear(&hn, &block.k)?, layout(kv_heads), 1, rotary)?;
+        let v = to_heads(&linear(&hn, &block.v)?, layout(kv_heads), 1, None)?;
         let (k, v) = match cache.take() {
             Some((past_k, past_v)) => (
                 Tensor::cat(&[&past_k, &k], 2)?,
@@ -406,19 +449,14 @@ impl Decoder {
             None => (k, v),
         };
         *cache = Some((k.clone(), v.clone()));
-        let k = repeat_kv(&k, heads / kv_heads)?;
-        let v = repeat_kv(&v, heads / kv_heads)?;
-        let scores = (q.matmul(&k.t()?)? / (dim as f64).sqrt())?.broadcast_add(mask)?;
-        let probs = fused::softmax_last_dim(&scores.to_dtype(DType::F32)?)?.to_dtype(x.dtype())?;
-        let out = probs
-            .matmul(&v)?
-            .transpose(1, 2)?
-            .reshape((batch, new, heads * dim))?;
+        let scores = q.matmul(&k.t()?)?.to_dtype(DType::F32)?;
+        let scale = 1.0 / (dim as f64).sqrt();
+        let probs = fused::scaled_masked_softmax(&scores, mask, scale)?.to_dtype(x.dtype())?;
+        let out = to_rows(&probs.matmul(&v)?, layout(heads))?;
         linear(&out, &block.o)
     }
 }
 
-/// FNV-1a of a name: a stable per-variable seed offset.
 fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
