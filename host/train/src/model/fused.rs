@@ -163,7 +163,9 @@ impl CustomOp2 for SoftmaxBackward {
 pub fn scaled_masked_softmax(scores: &Tensor, mask: &Tensor, scale: f64) -> Result<Tensor> {
     let (batch, _, rows, keys) = scores.dims4()?;
     let (mask_batch, mask_heads, queries, mask_keys) = mask.dims4()?;
-    if (mask_batch, mask_heads, mask_keys) != (batch, 1, keys) || !rows.is_multiple_of(queries.max(1)) {
+    if (mask_batch, mask_heads, mask_keys) != (batch, 1, keys)
+        || !rows.is_multiple_of(queries.max(1))
+    {
         crate::error::bail!(
             "scaled_masked_softmax: mask {:?} for scores {:?}",
             mask.dims(),
@@ -173,7 +175,8 @@ pub fn scaled_masked_softmax(scores: &Tensor, mask: &Tensor, scale: f64) -> Resu
     if !fused_path(scores) || mask.dtype() != DType::F32 {
         let (b, a, _, k) = scores.dims4()?;
         let per_query = scores.reshape((b, a * rows / queries, queries, k))?;
-        let probs = softmax_last_dim(&(per_query * scale)?.broadcast_add(mask)?)?;
+        let mask = mask.to_dtype(scores.dtype())?;
+        let probs = softmax_last_dim(&(per_query * scale)?.broadcast_add(&mask)?)?;
         return Ok(probs.reshape(scores.shape())?);
     }
     Ok(scores

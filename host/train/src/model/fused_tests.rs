@@ -356,3 +356,53 @@ fn swiglu_matches_the_composition_in_value_and_both_gradients() {
         super::super::swiglu::swiglu(&gate, t).unwrap()
     });
 }
+
+/// `f` on f64 copies of `inputs` (the composed path other devices and dtypes
+/// take) against `f` on the f32 originals (the fused CPU path): values and
+/// gradients.
+fn check_composed_path(inputs: &[Tensor], weights: &Tensor, f: impl Fn(&[Tensor]) -> Tensor) {
+    let (fused, fused_grads) = value_and_grads(inputs, weights, &f);
+    let wide: Vec<Tensor> = inputs
+        .iter()
+        .map(|t| t.to_dtype(DType::F64).unwrap())
+        .collect();
+    let (composed, composed_grads) =
+        value_and_grads(&wide, &weights.to_dtype(DType::F64).unwrap(), &f);
+    let narrow = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+    assert!(max_difference(&fused, &narrow(&composed)) < 1e-5);
+    for (f, c) in fused_grads.iter().zip(&composed_grads) {
+        assert!(max_difference(f, &narrow(c)) < 1e-5);
+    }
+}
+
+#[test]
+fn the_composed_fallbacks_agree_with_the_fused_ops() {
+    let mask = super::super::layers::attention_mask(2, 0, 5, None, &Device::Cpu).unwrap();
+    check_composed_path(
+        &[random(&[2, 2, 10, 5], 41, 3.0)],
+        &random(&[2, 2, 10, 5], 42, 1.0),
+        |t| scaled_masked_softmax(&t[0], &mask, 0.5).unwrap(),
+    );
+    let angles = random(&[5, 4], 43, 3.0);
+    let (cos, sin) = (angles.cos().unwrap(), angles.sin().unwrap());
+    check_composed_path(
+        &[random(&[10, 32], 44, 2.0)],
+        &random(&[2, 2, 10, 8], 45, 1.0),
+        |t| {
+            let (cos, sin) = (
+                cos.to_dtype(t[0].dtype()).unwrap(),
+                sin.to_dtype(t[0].dtype()).unwrap(),
+            );
+            to_heads(&t[0], LAYOUT, 2, Some((&cos, &sin))).unwrap()
+        },
+    );
+    check_composed_path(
+        &[random(&[2, 4, 5, 8], 46, 2.0)],
+        &random(&[10, 32], 47, 1.0),
+        |t| to_rows(&t[0], LAYOUT).unwrap(),
+    );
+    let pair = [random(&[3, 7], 48, 3.0), random(&[3, 7], 49, 3.0)];
+    check_composed_path(&pair, &random(&[3, 7], 50, 1.0), |t| {
+        super::super::swiglu::swiglu(&t[0], &t[1]).unwrap()
+    });
+}

@@ -183,3 +183,28 @@ fn weights_round_trip_through_safetensors() {
         .count();
     assert_eq!(leftovers, 0, "no temporary file left beside the weights");
 }
+
+#[test]
+fn target_log_probs_are_the_log_softmax_of_the_logits_at_the_targets() {
+    let (_, model) = tiny();
+    let input = ids(&[&[1, 2, 3, 4], &[5, 6, 7, 0]]);
+    let targets = ids(&[&[2, 3, 4, 5], &[6, 7, 8, 9]]);
+    let mask = ids(&[&[1, 1, 1, 1], &[1, 1, 1, 0]]);
+    let direct = model
+        .target_log_probs(&input, Some(&mask), &targets)
+        .unwrap();
+    let logits = model.forward(&input, Some(&mask)).unwrap();
+    let from_logits = candle_nn::ops::log_softmax(&logits, candle_core::D::Minus1)
+        .unwrap()
+        .gather(&targets.unsqueeze(2).unwrap(), 2)
+        .unwrap()
+        .squeeze(2)
+        .unwrap();
+    let diff = (direct - from_logits).unwrap().abs().unwrap();
+    assert!(diff.max_all().unwrap().to_scalar::<f32>().unwrap() < 1e-6);
+    assert!(
+        model
+            .target_log_probs(&input, None, &ids(&[&[1, 2]]))
+            .is_err()
+    );
+}
