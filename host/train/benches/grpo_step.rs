@@ -1,9 +1,15 @@
-//! One GRPO step of the candle trainer — rollout (KV-cached sampling) and
-//! update (forward, clipped surrogate, backward, AdamW) — on a fixed batch,
-//! printed as one JSON line in the same shape as `bench/grpo_step_torch.py`,
-//! so `bench/grpo_step.sh` can put the two side by side.
+//! One GRPO step of the candle trainer — rollout (KV-cached sampling), then
+//! update (forward, clipped surrogate, backward, AdamW) — on a fixed batch in
+//! f32, on the CPU or a CUDA device, printed as one JSON line in the shape of
+//! `bench/grpo_step_torch.py`'s, so `bench/grpo_step.sh` (CPU) and
+//! `bench/gpu/device.sh` (GPU) can put the two side by side.
 //!
-//! `cargo bench -p verifine-train --bench grpo_step -- --model default|wide [--iters N]`
+//! `cargo bench -p verifine-train --bench grpo_step -- [--device cpu|cuda]
+//!  [--model default|wide|gpu] [--iters N] [--warmup N] [--batch N]`
+//! (`--features cuda` for the CUDA device; `bench/gpu/build.sh` builds it so).
+//!
+//! On a GPU both phases end with a device synchronize, so each timing covers
+//! the kernels it queued, not only their launch.
 
 use candle_core::{Device, Tensor};
 use candle_nn::VarMap;
@@ -15,15 +21,18 @@ use verifine_train::optim::{AdamW, OptimConfig};
 use verifine_train::rollout::{GenerateOptions, Sampling, generate};
 use verifine_train::sequences::{Sequence, batch, log_probs};
 
-const BATCH: usize = 64;
 const PROMPT: usize = 40;
 const COMPLETION: usize = 48;
 
+/// `default` is the shipped run's model, `wide` a CPU-sized bigger one, `gpu`
+/// one big enough to keep an H200 busy (about 90M parameters; the same in
+/// bench/gpu/grpo_step_torch_cuda.py).
 fn model_config(preset: &str) -> ModelConfig {
     let (hidden, layers, heads, kv, mlp) = match preset {
         "default" => (64, 2, 4, 2, 128),
         "wide" => (256, 4, 8, 2, 704),
-        other => panic!("unknown model preset {other} (default | wide)"),
+        "gpu" => (1024, 8, 16, 4, 2816),
+        other => panic!("unknown model preset {other} (default | wide | gpu)"),
     };
     ModelConfig {
         vocab_size: 400,
@@ -50,13 +59,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1).cloned())
     };
+    let number = |flag: &str, default: usize| {
+        value(flag).map_or(default, |v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{flag} takes a number, not {v}"))
+        })
+    };
     let preset = value("--model").unwrap_or_else(|| "default".to_string());
-    let iters: usize = value("--iters").map_or(5, |v| v.parse().expect("--iters N"));
-    let device = Device::Cpu;
+    let iters = number("--iters", 5).max(1);
+    let warmup = number("--warmup", 2);
+    let batch_size = number("--batch", 64);
+    let device_name = value("--device").unwrap_or_else(|| {
+        if cfg!(feature = "cuda") {
+            "cuda"
+        } else {
+            "cpu"
+        }
+        .to_string()
+    });
+    let device = match device_name.as_str() {
+        "cpu" => Device::Cpu,
+        "cuda" => Device::new_cuda(0)?,
+        other => panic!("unknown device {other} (cpu | cuda)"),
+    };
     let config = model_config(&preset);
     let varmap = VarMap::new();
     let model = Decoder::new(config.clone(), &varmap, &device)?;
     model.reseed(&varmap, 0)?;
+    let params: usize = sorted_vars(&varmap)
+        .iter()
+        .map(|(_, v)| v.elem_count())
+        .sum();
     let mut optimizer = AdamW::new(
         sorted_vars(&varmap),
         OptimConfig {
@@ -66,14 +99,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     )?;
     let mut rng = SplitMix64::new(0);
-    let prompts: Vec<Vec<u32>> = (0..BATCH)
+    let prompts: Vec<Vec<u32>> = (0..batch_size)
         .map(|_| {
             (0..PROMPT)
                 .map(|_| rng.below(config.vocab_size) as u32)
                 .collect()
         })
         .collect();
-    let advantages: Vec<f32> = (0..BATCH)
+    let advantages: Vec<f32> = (0..batch_size)
         .map(|_| (rng.below(2001) as f32 - 1000.0) / 1000.0)
         .collect();
     let options = GenerateOptions {
@@ -86,9 +119,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let objective = GrpoConfig::default();
 
     let (mut rollout_times, mut update_times) = (Vec::new(), Vec::new());
-    for i in 0..iters + 2 {
+    let mut last_loss = f32::NAN;
+    for i in 0..iters + warmup {
         let started = Instant::now();
         let completions = generate(&model, &prompts, options, &mut rng, &device)?;
+        device.synchronize()?;
         let rollout = started.elapsed().as_secs_f64();
         assert!(completions.iter().all(|c| c.ids.len() == COMPLETION));
 
@@ -111,25 +146,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let (l, _) = loss(&inputs, &objective)?;
         optimizer.step(&l.backward()?)?;
+        // The trainer reads the loss back too (as the PyTorch reference does).
+        last_loss = l.flatten_all()?.to_vec1::<f32>()?[0];
+        device.synchronize()?;
         let update = started.elapsed().as_secs_f64();
-        if i >= 2 {
+        if i >= warmup {
             rollout_times.push(rollout);
             update_times.push(update);
         }
     }
     let (rollout, update) = (median(rollout_times), median(update_times));
-    let generated = (BATCH * COMPLETION) as f64;
+    let generated = (batch_size * COMPLETION) as f64;
     println!(
         "{}",
         serde_json::json!({
             "impl": "candle",
+            "device": device_name,
+            "dtype": "f32",
             "model": preset,
+            "params": params,
             "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
             "rollout_seconds": rollout,
             "update_seconds": update,
             "rollout_tokens_per_second": generated / rollout,
-            "update_tokens_per_second": (BATCH * (PROMPT + COMPLETION)) as f64 / update,
+            "update_tokens_per_second": (batch_size * (PROMPT + COMPLETION)) as f64 / update,
             "step_tokens_per_second": generated / (rollout + update),
+            "iters": iters,
+            "batch": batch_size,
+            "prompt_len": PROMPT,
+            "completion_len": COMPLETION,
+            "last_loss": last_loss,
         })
     );
     Ok(())
