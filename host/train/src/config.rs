@@ -128,7 +128,7 @@ pub struct GrpoPhase {
 impl Default for GrpoPhase {
     fn default() -> Self {
         GrpoPhase {
-            steps: 300,
+            steps: 400,
             prompts_per_step: 16,
             max_new_tokens: 48,
             temperature: 1.0,
