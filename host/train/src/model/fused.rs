@@ -77,14 +77,20 @@ pub(super) fn for_each_row(
 
 /// Writes softmax(`row`) into `out`.
 fn softmax_row(row: &[f32], out: &mut [f32]) {
+    out.copy_from_slice(row);
+    softmax_in_place(out);
+}
+
+/// Replaces `row` by its softmax.
+fn softmax_in_place(row: &mut [f32]) {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0f32;
-    for (o, &x) in out.iter_mut().zip(row) {
-        *o = (x - max).exp();
-        sum += *o;
+    for x in row.iter_mut() {
+        *x = (*x - max).exp();
+        sum += *x;
     }
     let inv = 1.0 / sum;
-    out.iter_mut().for_each(|o| *o *= inv);
+    row.iter_mut().for_each(|x| *x *= inv);
 }
 
 /// Softmax over the last dimension, with a backward pass.
@@ -214,14 +220,7 @@ impl CustomOp2 for ScaledMaskedSoftmax {
             for ((o, &x), &mv) in o.iter_mut().zip(row).zip(m) {
                 *o = x * scale + mv;
             }
-            let max = o.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut sum = 0f32;
-            for o in o.iter_mut() {
-                *o = (*o - max).exp();
-                sum += *o;
-            }
-            let inv = 1.0 / sum;
-            o.iter_mut().for_each(|o| *o *= inv);
+            softmax_in_place(o);
         });
         Ok((CpuStorage::F32(out), sl.shape().clone()))
     }

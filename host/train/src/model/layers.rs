@@ -4,17 +4,10 @@ use super::{MASKED, ModelConfig};
 use crate::error::{Result, ensure};
 use candle_core::{DType, Device, Tensor};
 
-/// `x · wᵀ` for `x` of any leading shape, as one 2-D product over the
-/// flattened leading dimensions: the weight's gradient is then one
-/// `[out, in]` product, where a broadcast product would first build one per
-/// batch row and sum them.
+/// `x · wᵀ` for token rows `x` (`[rows, in]`): one 2-D product, so the
+/// weight's gradient is one `[out, in]` product too.
 pub(super) fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
-    let mut dims = x.dims().to_vec();
-    let features = dims.pop().unwrap_or(1);
-    let rows = x.elem_count() / features.max(1);
-    let y = x.reshape((rows, features))?.matmul(&w.t()?)?;
-    dims.push(w.dim(0)?);
-    Ok(y.reshape(dims)?)
+    Ok(x.matmul(&w.t()?)?)
 }
 
 /// RMSNorm in f32 whatever the compute dtype (fused on the CPU, with its

@@ -3,7 +3,7 @@
 //! six element-wise ops backward, each with a fresh output and a gradient
 //! accumulation.
 
-use super::fused::{data, for_each_row, fused_path};
+use super::fused::{data, for_each_row, fused_path, row_len};
 use crate::error::{Result, bail};
 use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
@@ -44,7 +44,7 @@ impl CustomOp2 for SwiGlu {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let (gate, up) = (data::<f32>(gs, gl)?, data::<f32>(us, ul)?);
         let mut out = vec![0f32; gate.len()];
-        let width = gl.shape().dims().last().copied().unwrap_or(1).max(1);
+        let width = row_len(gl)?;
         for_each_row(&mut out, width, gate.len() * 2, |i, o| {
             let (g, u) = (&gate[i * width..][..width], &up[i * width..][..width]);
             for ((o, &gv), &uv) in o.iter_mut().zip(g).zip(u) {
@@ -99,7 +99,7 @@ impl candle_core::CustomOp3 for Backward {
             data::<f32>(ds, dl)?,
         );
         let mut out = vec![0f32; gate.len()];
-        let width = gl.shape().dims().last().copied().unwrap_or(1).max(1);
+        let width = row_len(gl)?;
         for_each_row(&mut out, width, gate.len() * 3, |i, o| {
             let range = i * width..(i + 1) * width;
             let (g, u, d) = (&gate[range.clone()], &up[range.clone()], &grad[range]);
