@@ -12,10 +12,17 @@ use verifine_tests::{fixture, scratch_dir};
 /// Scores a fixture through `verifine score` and returns the output rows with
 /// the plugin hash redacted (it changes with every rebuild of the plugin).
 fn score_fixture(rubric: &str) -> Vec<Value> {
-    let dir = scratch_dir(&format!("snap-{rubric}"));
+    score_fixture_with(rubric, None)
+}
+
+/// [`score_fixture`] under the plugin config of a fixture TOML (`[rubric]`
+/// table), when given.
+fn score_fixture_with(rubric: &str, config: Option<&str>) -> Vec<Value> {
+    let dir = scratch_dir(&format!("snap-{rubric}-{}", config.unwrap_or("default")));
     let output = dir.join("out.jsonl");
     let summary = score(&ScoreArgs {
         rubric: Some(rubric.into()),
+        config: config.map(fixture),
         input: fixture(&format!("{rubric}.jsonl")),
         output: output.clone(),
         threads: Some(1),
@@ -41,6 +48,24 @@ fn score_fixture(rubric: &str) -> Vec<Value> {
 #[test]
 fn math_answer() {
     insta::assert_json_snapshot!(score_fixture("math-answer"));
+}
+
+#[test]
+fn worked_steps() {
+    let rows = score_fixture("worked-steps");
+    let total = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap()["total"].clone();
+    // The loose default rewards a valid chain that ignores the problem.
+    assert_eq!(total("ungrounded-valid-chain"), json!(1.0));
+    insta::assert_json_snapshot!(rows);
+}
+
+#[test]
+fn worked_steps_strict() {
+    let rows = score_fixture_with("worked-steps", Some("worked-steps-strict.toml"));
+    let total = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap()["total"].clone();
+    assert_eq!(total("correct"), json!(1.0));
+    assert_ne!(total("ungrounded-valid-chain"), json!(1.0));
+    insta::assert_json_snapshot!(rows);
 }
 
 #[test]

@@ -254,7 +254,7 @@ fn agree_refuses_a_nan_threshold_and_duplicate_ids_in_either_file() {
 fn plugin_list_inspect_and_check() {
     let runtime = Runtime::new(Limits::default()).unwrap();
     let listed = list(&runtime).unwrap();
-    assert_eq!(listed.len(), 8);
+    assert_eq!(listed.len(), 9);
     let inspection = inspect(&runtime, "driving").unwrap();
     assert_eq!(inspection.metadata.name, "driving");
     assert_eq!(inspection.rubric.unwrap().criteria.len(), 6);
