@@ -6,6 +6,7 @@ use super::model::{ComputeDType, ModelConfig};
 use super::optim::OptimConfig;
 use super::task::TaskConfig;
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use thiserror::Error;
 use verifine_base::PluginSlot;
 
@@ -260,6 +261,15 @@ pub struct TrainConfig {
     pub pass_at_k: usize,
     /// Most tokens in the trained vocabulary.
     pub vocab_size: usize,
+    /// A finished run directory to start from: its `tokenizer.json` is
+    /// copied into the new run (no tokenizer is trained, `vocab_size` is
+    /// not used) and its
+    /// `model.safetensors` are the starting weights, which `model` must
+    /// match. Needs `sft.steps = 0`; the KL reference (`beta > 0`) is then
+    /// this base model. A relative path is taken from the working
+    /// directory. `None`: a fresh model and tokenizer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init_from: Option<PathBuf>,
     /// Model size.
     pub model: ModelSize,
     /// SFT warm-up.
@@ -288,6 +298,7 @@ impl Default for TrainConfig {
             eval_every: 25,
             pass_at_k: 8,
             vocab_size: 400,
+            init_from: None,
             model: ModelSize::default(),
             sft: SftConfig::default(),
             grpo: GrpoPhase::default(),
@@ -353,6 +364,16 @@ impl TrainConfig {
             low.is_finite() && high.is_finite() && low < high,
             "reward.range must be two finite numbers, low < high",
         )?;
+        if let Some(base) = &self.init_from {
+            ensure(
+                self.sft.steps == 0,
+                &format!(
+                    "init_from ({}) starts from a finished run's weights: sft.steps must be 0, not {}",
+                    base.display(),
+                    self.sft.steps
+                ),
+            )?;
+        }
         Ok(())
     }
 

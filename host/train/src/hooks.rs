@@ -6,6 +6,8 @@
 
 use verifine_base::Provenance;
 
+pub use crate::prompt_pool::PromptPool;
+
 /// An error a host's hook reports; training adds where it happened.
 pub type HookError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -46,7 +48,7 @@ pub trait RewardFunction {
 }
 
 /// Where a step boundary falls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepBoundary {
     /// Steps completed so far (SFT and GRPO together).
     pub step: usize,
@@ -54,6 +56,24 @@ pub struct StepBoundary {
     pub grpo_steps: usize,
     /// Steps of the whole run.
     pub total_steps: usize,
+    /// Set on the GRPO steps where a held-out evaluation ran (every
+    /// `eval_every` GRPO steps, and the last GRPO step of the run).
+    pub monitor: Option<Monitor>,
+}
+
+/// What a held-out evaluation at a step boundary measured, for a host
+/// that reacts to progress (the co-evolution loop's trigger).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Monitor {
+    /// Greedy held-out accuracy (pure run): the share of held-out answers
+    /// the evaluator (or, without one, the training reward) scores ≥ 0.5.
+    pub heldout_accuracy: f64,
+    /// Mean evaluator total over the greedy held-out answers (a failed or
+    /// out-of-range total counts 0).
+    pub heldout_score: f64,
+    /// Mean GRPO training reward of the rollouts since the previous reading
+    /// (rollouts whose reward failed and abstained are left out).
+    pub mean_reward: f64,
 }
 
 /// What a hook did at a boundary.
@@ -179,6 +199,14 @@ pub enum Progress {
 pub struct Host {
     /// Rewards, and the step-boundary hook.
     pub reward: Box<dyn LiveReward>,
+    /// GRPO prompts drawn by weight; `None` draws uniformly from the
+    /// generated training problems. Checkpoints record its fingerprint and
+    /// a resume with another pool is refused.
+    pub prompts: Option<PromptPool>,
+    /// Scores held-out answers instead of the training reward (a fixed,
+    /// reference-based evaluator while the training reward evolves); `None`
+    /// evaluates with the training reward.
+    pub evaluator: Option<Box<dyn RewardFunction>>,
     /// The SFT curriculum, when one is configured.
     pub curriculum: Option<Box<dyn SftCurriculum>>,
     /// Told about progress (a terminal bar, a log, nothing).

@@ -19,6 +19,8 @@ pub mod metrics_log;
 pub mod model;
 pub mod optim;
 pub mod plot;
+pub mod policy;
+pub mod prompt_pool;
 pub mod rollout;
 pub mod run;
 pub mod sequences;
@@ -28,4 +30,7 @@ pub mod tokenizer;
 
 pub use config::TrainConfig;
 pub use error::TrainError;
-pub use run::{Summary, checkpointed_config, default_run_dir, ensure_new_run_dir, resume, train};
+pub use policy::Policy;
+pub use run::{
+    HeldoutAnswer, Summary, checkpointed_config, default_run_dir, ensure_new_run_dir, resume, train,
+};

@@ -98,6 +98,8 @@ fn host(
 ) -> Host {
     Host {
         reward: Box::new(reward),
+        prompts: None,
+        evaluator: None,
         curriculum: None,
         progress,
     }

@@ -101,8 +101,11 @@ impl RunConfig {
         // Neither part refuses the other's top-level keys, so unknown ones
         // are refused here, against the keys a default config writes (every
         // top-level field of TrainConfig is a plain value or a table, so all
-        // of them appear).
-        let known = toml::Table::try_from(TrainConfig::default())?;
+        // of them appear once the optional ones are set).
+        let known = toml::Table::try_from(TrainConfig {
+            init_from: Some(PathBuf::new()),
+            ..TrainConfig::default()
+        })?;
         for key in table.keys() {
             if !known.contains_key(key) && !HOST_TABLES.contains(&key.as_str()) {
                 let mut expected: Vec<&str> = known.keys().map(String::as_str).collect();
@@ -179,6 +182,18 @@ mod tests {
         let err = RunConfig::from_toml("seed = 1\n[grpo]\nstep = 3\n", "typo.toml").unwrap_err();
         let text = format!("{err:#}");
         assert!(text.contains("step") && text.contains("line 3"), "{text}");
+    }
+
+    #[test]
+    fn a_run_from_a_base_is_configured_with_init_from_and_no_sft() {
+        let text = "init_from = \"runs/base\"\n[sft]\nsteps = 0\n";
+        let config = RunConfig::from_toml(text, "round.toml").unwrap();
+        assert_eq!(config.training.init_from, Some(PathBuf::from("runs/base")));
+        let saved = RunConfig::from_toml(&config.to_toml().unwrap(), "saved").unwrap();
+        assert_eq!(saved.training.init_from, config.training.init_from);
+        let err = RunConfig::from_toml("init_from = \"runs/base\"\n", "round.toml").unwrap_err();
+        let message = format!("{err:#}");
+        assert!(message.contains("sft.steps"), "{message}");
     }
 
     #[test]

@@ -77,6 +77,8 @@ fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) 
         plugins::curriculum(reward.runtime(), config.training.sft.curriculum.as_ref())?;
     Ok(Host {
         reward: Box::new(reward),
+        prompts: None,
+        evaluator: None,
         curriculum: curriculum.map(|c| Box::new(c) as _),
         progress,
     })

@@ -25,7 +25,7 @@ mod tests;
 mod weights;
 
 pub use layers::token_log_probs;
-pub use weights::{load_weights, save_weights, sorted_vars};
+pub use weights::{load_matching_weights, load_weights, save_weights, sorted_vars};
 
 use crate::error::{Result, ensure};
 use candle_core::{DType, Device, Tensor};

@@ -15,6 +15,7 @@ use crate::conversation::{Rollout, RolloutOptions, VerifyReply, rollouts};
 use crate::error::Result;
 use crate::grpo::{LossInputs, advantages, loss};
 use crate::hooks::{Answer, Progress, Reward};
+use crate::policy::answer_text;
 use crate::rollout::Sampling;
 use crate::sequences::{Sequence, log_probs};
 use crate::task::Problem;
@@ -38,13 +39,16 @@ impl Run {
         let g = phase.objective.num_generations;
         let step_started = Instant::now();
 
-        // 1. Rollouts.
-        let problems: Vec<usize> = (0..phase.prompts_per_step)
-            .map(|_| self.rng.below(self.train_set.len()))
+        // 1. Rollouts, on prompts from the host's pool when it gave one.
+        let problems: Vec<Problem> = (0..phase.prompts_per_step)
+            .map(|_| match &self.host.prompts {
+                Some(pool) => pool.problems[pool.draw(&mut self.rng)].clone(),
+                None => self.train_set[self.rng.below(self.train_set.len())].clone(),
+            })
             .collect();
         let prompts: Vec<Vec<u32>> = problems
             .iter()
-            .flat_map(|&p| std::iter::repeat_n(&self.train_set[p].prompt, g))
+            .flat_map(|p| std::iter::repeat_n(&p.prompt, g))
             .map(|prompt| self.tokenizer.prompt_ids(prompt))
             .collect::<Result<_>>()?;
         let options = RolloutOptions {
@@ -74,7 +78,7 @@ impl Run {
             .map(|(i, r)| {
                 final_answer(
                     format!("{}-{i}", self.step),
-                    &self.train_set[problems[i / g]],
+                    &problems[i / g],
                     &self.tokenizer,
                     r,
                 )
@@ -99,6 +103,7 @@ impl Run {
             .collect();
         let present: Vec<f64> = rewards.iter().flatten().copied().collect();
         let reward_mean = present.iter().sum::<f64>() / present.len().max(1) as f64;
+        self.rewards_since.add(&present);
 
         // 3. Advantages; rollouts without one leave the batch.
         let advantages = advantages(&rewards, &phase.objective)?;
@@ -241,7 +246,7 @@ pub(super) fn final_answer(
     Ok(Answer {
         id,
         prompt: problem.prompt.clone(),
-        response: tokenizer.decode(&rollout.final_answer.ids)?,
+        response: answer_text(tokenizer, rollout)?,
         reference: Some(problem.solution.clone()),
     })
 }

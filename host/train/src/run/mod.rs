@@ -6,8 +6,14 @@
 //! A run directory holds `config.toml` (written by the host), `tokenizer.json`,
 //! `metrics.jsonl` (appended per step), `sft_selection.jsonl`,
 //! `checkpoints/step-NNNNNNNN/`, `reference.safetensors` (when `beta > 0`),
-//! and at the end `model.safetensors`, `summary.json`, `report.md` and
-//! `plot.png`.
+//! and at the end `model.safetensors`, `heldout_answers.jsonl`,
+//! `summary.json`, `report.md` and `plot.png`.
+//!
+//! A run may start from a finished one (`init_from`: its tokenizer and
+//! weights, no SFT), draw its GRPO prompts from the host's weighted pool,
+//! and measure held-out accuracy with the host's fixed evaluator; the step
+//! hook gets a [`crate::hooks::Monitor`] reading after every held-out
+//! evaluation.
 //!
 //! Everything a later step depends on — weights, optimizer moments, the
 //! sampling generator, the step, the held-out accuracy after SFT, the line
@@ -16,16 +22,17 @@
 //! same weights.
 //!
 //! This module is the lifecycle; one step of each phase is in [`sft_step`]
-//! and [`grpo_step`], evaluation in [`evaluation`], the outputs at the end in
-//! [`report`].
+//! and [`grpo_step`], evaluation in [`evaluation`] (at step boundaries in
+//! [`monitor`]), the outputs at the end in [`report`].
 
 mod evaluation;
 mod grpo_step;
 pub mod metrics;
+mod monitor;
 mod report;
 mod sft_step;
 
-pub use evaluation::Evaluation;
+pub use evaluation::{Evaluation, HeldoutAnswer};
 pub use report::Summary;
 
 use crate::checkpoint;
@@ -33,7 +40,7 @@ use crate::config::TrainConfig;
 use crate::error::{Result, TrainError, bail, ensure};
 use crate::hooks::{Host, Progress, SftCurriculum, StepBoundary};
 use crate::metrics_log::MetricsLog;
-use crate::model::{Decoder, load_weights, save_weights, sorted_vars};
+use crate::model::{Decoder, load_matching_weights, load_weights, save_weights, sorted_vars};
 use crate::optim::AdamW;
 use crate::sequences::{Sequence, SequenceBatch, batch};
 use crate::sft_data::SftPool;
@@ -41,6 +48,8 @@ use crate::task::{Problem, splits};
 use crate::tokenizer::ChatTokenizer;
 use candle_core::Device;
 use candle_nn::VarMap;
+use evaluation::Evaluated;
+use monitor::RewardTally;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -75,6 +84,15 @@ struct RunState {
     /// The host's live reward: its step hook's own record (live revisions,
     /// decided requests …).
     live: serde_json::Value,
+    /// The fingerprint of the host's GRPO prompt pool, if it gave one.
+    #[serde(default)]
+    prompt_pool: Option<String>,
+    /// GRPO rewards since the last monitor reading.
+    #[serde(default)]
+    rewards_since: RewardTally,
+    /// The final evaluation (at the last GRPO step) is in `metrics.jsonl`.
+    #[serde(default)]
+    final_logged: bool,
 }
 
 /// Starts a run into `run_dir` (which must not hold another run's
@@ -154,10 +172,48 @@ struct Run {
     wall_before: f64,
     started: Instant,
     resumed_from: Option<usize>,
+    /// The fingerprint of the host's prompt pool.
+    prompt_pool: Option<String>,
+    rewards_since: RewardTally,
+    /// The final evaluation, when it ran at the last step boundary.
+    final_eval: Option<Evaluated>,
+    final_logged: bool,
 }
 
 impl Run {
     fn start(config: TrainConfig, run_dir: &Path, host: Host) -> Result<Self> {
+        let tokenizer_path = run_dir.join("tokenizer.json");
+        let Some(base) = config.init_from.clone() else {
+            let tokenizer = Run::train_tokenizer(&config)?;
+            tokenizer.save(&tokenizer_path)?;
+            let log = MetricsLog::create(&run_dir.join("metrics.jsonl"))?;
+            let run = Run::assemble(config, run_dir, tokenizer, log, host)?;
+            run.model.reseed(&run.varmap, run.config.seed)?;
+            return Ok(run);
+        };
+        // A finished run's tokenizer and weights.
+        let weights = base.join("model.safetensors");
+        for file in [&base.join("tokenizer.json"), &weights] {
+            ensure!(
+                file.is_file(),
+                "init_from {}: not a finished run (no {})",
+                base.display(),
+                file.display()
+            );
+        }
+        let bytes = std::fs::read(base.join("tokenizer.json"))
+            .map_err(|e| TrainError::io("reading", &base.join("tokenizer.json"), e))?;
+        write_atomically(&tokenizer_path, |w| w.write_all(&bytes))?;
+        let tokenizer = ChatTokenizer::load(&tokenizer_path)?;
+        let log = MetricsLog::create(&run_dir.join("metrics.jsonl"))?;
+        let run = Run::assemble(config, run_dir, tokenizer, log, host)?;
+        load_matching_weights(&run.varmap, &weights, &run.device)?;
+        Ok(run)
+    }
+
+    /// A tokenizer trained on the training problems (and the
+    /// self-verification turns when they are on).
+    fn train_tokenizer(config: &TrainConfig) -> Result<ChatTokenizer> {
         let (train_set, _) = splits(config.seed, config.train_problems, 0, &config.task);
         let mut corpus: Vec<&str> = train_set
             .iter()
@@ -172,12 +228,7 @@ impl Run {
                 "NO",
             ]);
         }
-        let tokenizer = ChatTokenizer::train(&corpus, config.vocab_size)?;
-        tokenizer.save(&run_dir.join("tokenizer.json"))?;
-        let log = MetricsLog::create(&run_dir.join("metrics.jsonl"))?;
-        let run = Run::assemble(config, run_dir, tokenizer, log, host)?;
-        run.model.reseed(&run.varmap, run.config.seed)?;
-        Ok(run)
+        ChatTokenizer::train(&corpus, config.vocab_size)
     }
 
     fn restore(run_dir: &Path, checkpoint_dir: &Path, host: Host) -> Result<Self> {
@@ -198,6 +249,13 @@ impl Run {
                 now.sha256
             );
         }
+        ensure!(
+            run.prompt_pool == state.prompt_pool,
+            "the GRPO prompt pool changed since the checkpoint: its fingerprint was {}, now {}; \
+             an exact resume needs the same pool",
+            state.prompt_pool.as_deref().unwrap_or("none (no pool)"),
+            run.prompt_pool.as_deref().unwrap_or("none (no pool)")
+        );
         run.host
             .reward
             .restore(&state.live, state.step)
@@ -216,6 +274,8 @@ impl Run {
         run.rng = SplitMix64::new(state.rng);
         run.accuracy_sft = state.accuracy_sft;
         run.totals = state.totals;
+        run.rewards_since = state.rewards_since;
+        run.final_logged = state.final_logged;
         run.wall_before = state.wall_seconds;
         run.resumed_from = Some(state.step);
         tracing::info!(step = state.step, checkpoint = %checkpoint_dir.display(), "resuming");
@@ -230,6 +290,13 @@ impl Run {
         log: MetricsLog,
         mut host: Host,
     ) -> Result<Self> {
+        let prompt_pool = match &host.prompts {
+            Some(pool) => {
+                pool.validate()?;
+                Some(pool.fingerprint())
+            }
+            None => None,
+        };
         let device = device()?;
         let (train_set, heldout) = splits(
             config.seed,
@@ -277,6 +344,10 @@ impl Run {
             wall_before: 0.0,
             started: Instant::now(),
             resumed_from: None,
+            prompt_pool,
+            rewards_since: RewardTally::default(),
+            final_eval: None,
+            final_logged: false,
             config,
         };
         run.refresh_plugins();
@@ -303,14 +374,7 @@ impl Run {
             }
             self.step += 1;
             let grpo_done = self.step.saturating_sub(self.config.sft.steps);
-            if self.step > self.config.sft.steps
-                && self.config.eval_every > 0
-                && grpo_done.is_multiple_of(self.config.eval_every)
-                && self.step < total
-            {
-                let eval = self.evaluate(false)?;
-                self.log_eval(eval)?;
-            }
+            let monitor = self.evaluate_at_boundary()?;
             let outcome = self
                 .host
                 .reward
@@ -318,6 +382,7 @@ impl Run {
                     step: self.step,
                     grpo_steps: grpo_done,
                     total_steps: total,
+                    monitor,
                 })
                 .map_err(|error| TrainError::Hook {
                     context: format!("at the step boundary after step {}", self.step),
@@ -348,7 +413,7 @@ impl Run {
     /// Evaluates the SFT model, freezes the KL reference and switches to
     /// the GRPO optimizer.
     fn finish_sft(&mut self) -> Result<()> {
-        let eval = self.evaluate(true)?;
+        let eval = self.evaluate(true)?.evaluation;
         self.log_eval(eval)?;
         self.accuracy_sft = Some(eval);
         if self.config.grpo.objective.beta > 0.0 {
@@ -388,6 +453,9 @@ impl Run {
             wall_seconds: self.wall_before + self.started.elapsed().as_secs_f64(),
             curriculum: self.pool.curriculum.clone(),
             live: self.host.reward.state(),
+            prompt_pool: self.prompt_pool.clone(),
+            rewards_since: self.rewards_since.clone(),
+            final_logged: self.final_logged,
         };
         let dir = self.run_dir.join("checkpoints");
         checkpoint::save(
@@ -425,7 +493,8 @@ impl Run {
     }
 }
 
-fn device() -> Result<Device> {
+/// The device training (and a loaded [`crate::Policy`]) computes on.
+pub(crate) fn device() -> Result<Device> {
     #[cfg(feature = "cuda")]
     {
         return Ok(Device::new_cuda(0)?);

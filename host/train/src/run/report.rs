@@ -1,5 +1,6 @@
-//! What a run leaves at the end: `model.safetensors`, `summary.json`,
-//! `report.md` and `plot.png`.
+//! What a run leaves at the end: `model.safetensors`,
+//! `heldout_answers.jsonl` (the final policy's greedy held-out answers, as
+//! judged), `summary.json`, `report.md` and `plot.png`.
 
 use super::Run;
 use crate::config::TrainConfig;
@@ -8,7 +9,7 @@ use crate::metrics_log;
 use crate::model::save_weights;
 use crate::plot;
 use serde::{Deserialize, Serialize};
-use verifine_base::{Provenance, write_atomically};
+use verifine_base::{Provenance, write_atomically, write_jsonl};
 
 /// What `summary.json` holds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,9 +55,25 @@ pub struct Summary {
 
 impl Run {
     pub(super) fn finish(&mut self) -> Result<Summary> {
-        let final_eval = self.evaluate(true)?;
-        self.log_eval(final_eval)?;
+        // Evaluated at the last step boundary already, unless the run had no
+        // GRPO step or resumed from its last checkpoint (then the same
+        // greedy evaluation again, logged only if it was not yet).
+        let evaluated = match self.final_eval.take() {
+            Some(evaluated) => evaluated,
+            None => {
+                let evaluated = self.evaluate(true)?;
+                if !self.final_logged {
+                    self.log_eval(evaluated.evaluation)?;
+                }
+                evaluated
+            }
+        };
+        let final_eval = evaluated.evaluation;
         save_weights(&self.varmap, &self.run_dir.join("model.safetensors"))?;
+        write_jsonl(
+            &self.run_dir.join("heldout_answers.jsonl"),
+            &evaluated.answers,
+        )?;
         let sft = self
             .accuracy_sft
             .ok_or_else(|| TrainError::Invalid("the run ended before SFT was evaluated".into()))?;

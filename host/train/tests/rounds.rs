@@ -1,0 +1,486 @@
+//! What a co-evolution loop needs of training, with plain Rust rewards:
+//! starting from a base run (`init_from`), a weighted GRPO prompt pool, a
+//! fixed evaluator for held-out accuracy, monitor readings at step
+//! boundaries, the held-out answers file and a saved policy answering.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use verifine_base::{Provenance, read_jsonl};
+use verifine_train::config::{CheckpointConfig, GrpoPhase, ModelSize, SftConfig};
+use verifine_train::grpo::GrpoConfig;
+use verifine_train::hooks::{
+    Answer, BoundaryOutcome, Fixed, HookError, Host, Monitor, PromptPool, Reward, RewardFunction,
+    StepBoundary, StepHook,
+};
+use verifine_train::rollout::Sampling;
+use verifine_train::task::{Problem, splits};
+use verifine_train::{HeldoutAnswer, Policy, TrainConfig, resume, train};
+
+fn tiny() -> TrainConfig {
+    TrainConfig {
+        train_problems: 100,
+        heldout_problems: 8,
+        eval_every: 0,
+        pass_at_k: 0,
+        vocab_size: 300,
+        model: ModelSize {
+            hidden_size: 16,
+            num_layers: 1,
+            num_heads: 2,
+            num_kv_heads: 1,
+            intermediate_size: 32,
+            ..ModelSize::default()
+        },
+        sft: SftConfig {
+            steps: 3,
+            batch_size: 4,
+            ..SftConfig::default()
+        },
+        grpo: GrpoPhase {
+            steps: 2,
+            prompts_per_step: 2,
+            max_new_tokens: 8,
+            objective: GrpoConfig {
+                num_generations: 2,
+                dynamic_sampling: false,
+                ..GrpoConfig::default()
+            },
+            ..GrpoPhase::default()
+        },
+        checkpoints: CheckpointConfig { every: 1, keep: 10 },
+        ..TrainConfig::default()
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("verifine-rounds-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn provenance(name: &str) -> Vec<Provenance> {
+    vec![Provenance {
+        name: name.to_string(),
+        version: "1.0.0".to_string(),
+        sha256: "rust".to_string(),
+    }]
+}
+
+/// The same reward for every answer; records the prompts of GRPO answers.
+struct Constant {
+    total: f64,
+    grpo_prompts: Rc<RefCell<Vec<String>>>,
+}
+
+impl Constant {
+    fn new(total: f64) -> Self {
+        Constant {
+            total,
+            grpo_prompts: Rc::default(),
+        }
+    }
+}
+
+impl RewardFunction for Constant {
+    fn score(&mut self, _step: usize, answers: &[Answer]) -> Vec<Reward> {
+        for a in answers {
+            if !a.id.starts_with("sft-") && !a.id.starts_with("heldout-") {
+                self.grpo_prompts.borrow_mut().push(a.prompt.clone());
+            }
+        }
+        answers
+            .iter()
+            .map(|_| Reward {
+                total: Some(self.total),
+                criteria: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        provenance("constant")
+    }
+}
+
+/// Scores held-out answers 1 for even-numbered problems, else 0.
+struct EvenProblems;
+
+impl RewardFunction for EvenProblems {
+    fn score(&mut self, _step: usize, answers: &[Answer]) -> Vec<Reward> {
+        answers
+            .iter()
+            .map(|a| {
+                let index: usize = a.id.strip_prefix("heldout-").unwrap().parse().unwrap();
+                Reward {
+                    total: Some(f64::from(u8::from(index.is_multiple_of(2)))),
+                    criteria: Vec::new(),
+                }
+            })
+            .collect()
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        provenance("even-problems")
+    }
+}
+
+fn host(reward: impl RewardFunction + StepHook + 'static) -> Host {
+    Host {
+        reward: Box::new(reward),
+        prompts: None,
+        evaluator: None,
+        curriculum: None,
+        progress: Box::new(|_| {}),
+    }
+}
+
+fn answers(dir: &Path) -> Vec<HeldoutAnswer> {
+    read_jsonl(&dir.join("heldout_answers.jsonl")).unwrap()
+}
+
+/// An SFT-only run: the base later runs start from.
+fn base_run(dir: &Path) -> verifine_train::Summary {
+    let config = TrainConfig {
+        grpo: GrpoPhase {
+            steps: 0,
+            ..tiny().grpo
+        },
+        ..tiny()
+    };
+    train(&config, "", dir, host(Fixed(Constant::new(0.0)))).unwrap()
+}
+
+fn from_base(base: &Path) -> TrainConfig {
+    TrainConfig {
+        init_from: Some(base.to_path_buf()),
+        sft: SftConfig {
+            steps: 0,
+            ..tiny().sft
+        },
+        ..tiny()
+    }
+}
+
+#[test]
+fn a_run_from_a_base_starts_from_its_weights_and_tokenizer() {
+    let dir = scratch("init-from");
+    let base = dir.join("base");
+    let base_summary = base_run(&base);
+    let base_answers = answers(&base);
+    assert_eq!(base_answers.len(), 8);
+
+    // No steps at all: the base's policy, answering the same.
+    let copy = dir.join("copy");
+    let config = TrainConfig {
+        grpo: GrpoPhase {
+            steps: 0,
+            ..tiny().grpo
+        },
+        ..from_base(&base)
+    };
+    let summary = train(&config, "", &copy, host(Fixed(Constant::new(0.0)))).unwrap();
+    assert_eq!(summary.steps, 0);
+    assert_eq!(
+        summary.heldout_accuracy_final,
+        base_summary.heldout_accuracy_final
+    );
+    assert_eq!(answers(&copy), base_answers);
+    for file in ["tokenizer.json", "model.safetensors"] {
+        assert_eq!(
+            std::fs::read(copy.join(file)).unwrap(),
+            std::fs::read(base.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+
+    // With GRPO and a KL term: the reference is the base model.
+    let round = dir.join("round");
+    let mut config = from_base(&base);
+    config.grpo.objective.beta = 0.04;
+    train(&config, "", &round, host(Fixed(Constant::new(0.5)))).unwrap();
+    assert_eq!(
+        std::fs::read(round.join("reference.safetensors")).unwrap(),
+        std::fs::read(base.join("model.safetensors")).unwrap()
+    );
+    assert_eq!(answers(&round).len(), 8);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_base_of_another_size_or_sft_steps_with_a_base_are_refused() {
+    let dir = scratch("init-from-bad");
+    let base = dir.join("base");
+    base_run(&base);
+    let mut config = from_base(&base);
+    config.model.hidden_size = 32;
+    let err = train(
+        &config,
+        "",
+        &dir.join("wide"),
+        host(Fixed(Constant::new(0.0))),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("model.safetensors")
+            && err.contains("hidden_size 16")
+            && err.contains("hidden_size 32"),
+        "{err}"
+    );
+    let policy = Policy::load(&base, &config.model).unwrap_err().to_string();
+    assert!(policy.contains("hidden_size 32"), "{policy}");
+
+    let mut config = from_base(&base);
+    config.sft.steps = 2;
+    let err = train(
+        &config,
+        "",
+        &dir.join("sft"),
+        host(Fixed(Constant::new(0.0))),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("sft.steps") && err.contains("init_from"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Five training-distribution problems, weighted so only two can be drawn.
+fn weighted_pool(weights: [f64; 5]) -> PromptPool {
+    let (problems, _) = splits(11, 5, 0, &TrainConfig::default().task);
+    PromptPool {
+        problems,
+        weights: weights.to_vec(),
+    }
+}
+
+#[test]
+fn grpo_prompts_come_from_the_pool_by_weight() {
+    let dir = scratch("pool");
+    let pool = weighted_pool([0.0, 1.0, 0.0, 2.0, 0.0]);
+    let allowed: BTreeSet<String> = [1, 3]
+        .iter()
+        .map(|&i| pool.problems[i].prompt.clone())
+        .collect();
+    let reward = Constant::new(0.5);
+    let seen = reward.grpo_prompts.clone();
+    let mut config = tiny();
+    config.grpo.steps = 4;
+    train(
+        &config,
+        "",
+        &dir,
+        Host {
+            prompts: Some(pool),
+            ..host(Fixed(reward))
+        },
+    )
+    .unwrap();
+    let seen: BTreeSet<String> = seen.borrow().iter().cloned().collect();
+    // 4 steps × 2 prompts × 2 generations were rewarded, all on pool prompts.
+    assert!(!seen.is_empty());
+    assert!(seen.is_subset(&allowed), "{seen:?}");
+
+    let bad = weighted_pool([1.0, f64::NAN, 0.0, 0.0, 0.0]);
+    let err = train(
+        &config,
+        "",
+        &scratch("pool-bad"),
+        Host {
+            prompts: Some(bad),
+            ..host(Fixed(Constant::new(0.5)))
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("weight 1"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_resume_with_another_pool_is_refused_and_with_the_same_one_continues() {
+    let dir = scratch("pool-resume");
+    let first = weighted_pool([1.0, 1.0, 0.0, 0.0, 0.0]);
+    let with = |pool: PromptPool| Host {
+        prompts: Some(pool),
+        ..host(Fixed(Constant::new(0.5)))
+    };
+    train(&tiny(), "", &dir, with(first.clone())).unwrap();
+    std::fs::remove_dir_all(dir.join("checkpoints/step-00000005")).unwrap();
+
+    let other = weighted_pool([1.0, 2.0, 0.0, 0.0, 0.0]);
+    let err = resume(&dir, with(other.clone())).unwrap_err().to_string();
+    assert!(
+        err.contains(&first.fingerprint()) && err.contains(&other.fingerprint()),
+        "{err}"
+    );
+    let err = resume(&dir, host(Fixed(Constant::new(0.5))))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("prompt pool"), "{err}");
+    let summary = resume(&dir, with(first)).unwrap();
+    assert_eq!(summary.resumed_from_step, Some(4));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn held_out_accuracy_is_the_evaluators_not_the_training_rewards() {
+    let dir = scratch("evaluator");
+    let summary = train(
+        &tiny(),
+        "",
+        &dir,
+        Host {
+            evaluator: Some(Box::new(EvenProblems)),
+            ..host(Fixed(Constant::new(0.0)))
+        },
+    )
+    .unwrap();
+    // Four of the eight held-out problems are even-numbered; the training
+    // reward (0 for everything) would give 0.
+    assert_eq!(summary.heldout_accuracy_sft, 0.5);
+    assert_eq!(summary.heldout_accuracy_final, 0.5);
+    let answers = answers(&dir);
+    let (_, heldout) = splits(0, 100, 8, &tiny().task);
+    for (i, (a, problem)) in answers.iter().zip(&heldout).enumerate() {
+        let even = i % 2 == 0;
+        assert_eq!(a.id, format!("heldout-{i}"));
+        assert_eq!(a.correct, even, "{a:?}");
+        assert_eq!(a.evaluator_total, Some(if even { 1.0 } else { 0.0 }));
+        assert_eq!(a.prompt, problem.prompt);
+        assert_eq!(a.reference, problem.solution);
+        assert_eq!(a.answer, problem.answer);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Each boundary's step and monitor reading.
+type Readings = Rc<RefCell<Vec<(usize, Option<Monitor>)>>>;
+
+/// Records every boundary's monitor reading.
+struct Watching {
+    reward: Constant,
+    readings: Readings,
+}
+
+impl RewardFunction for Watching {
+    fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
+        self.reward.score(step, answers)
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        self.reward.provenance()
+    }
+}
+
+impl StepHook for Watching {
+    fn at_boundary(&mut self, boundary: StepBoundary) -> Result<BoundaryOutcome, HookError> {
+        self.readings
+            .borrow_mut()
+            .push((boundary.step, boundary.monitor));
+        Ok(BoundaryOutcome::default())
+    }
+
+    fn after_checkpoint(&mut self) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    fn restore(&mut self, _: &serde_json::Value, _: usize) -> Result<(), HookError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn monitor_readings_come_at_evaluation_steps_and_the_last_one() {
+    let dir = scratch("monitor");
+    let mut config = tiny();
+    config.grpo.steps = 3;
+    config.eval_every = 2;
+    let readings = Readings::default();
+    let hook = Watching {
+        reward: Constant::new(0.25),
+        readings: readings.clone(),
+    };
+    train(
+        &config,
+        "",
+        &dir,
+        Host {
+            evaluator: Some(Box::new(EvenProblems)),
+            ..host(hook)
+        },
+    )
+    .unwrap();
+    let readings = readings.borrow();
+    let steps: Vec<usize> = readings.iter().map(|(s, _)| *s).collect();
+    assert_eq!(steps, [1, 2, 3, 4, 5, 6]);
+    let expected = Monitor {
+        heldout_accuracy: 0.5,
+        heldout_score: 0.5,
+        mean_reward: 0.25,
+    };
+    for (step, monitor) in readings.iter() {
+        // GRPO step 2 (every 2) and GRPO step 3 (the last).
+        let due = *step == 5 || *step == 6;
+        assert_eq!(*monitor, due.then_some(expected), "step {step}");
+    }
+    // Evaluations: after SFT, at GRPO step 2, the final one — once each.
+    let metrics = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    let phases: Vec<String> = metrics
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["phase"].to_string())
+        .collect();
+    let evals: Vec<usize> = phases
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| *p == "\"eval\"")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(evals, [3, 6, 8], "{phases:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_saved_policy_answers_copies_per_problem_as_the_run_evaluated() {
+    let dir = scratch("policy");
+    let config = tiny();
+    train(&config, "", &dir, host(Fixed(Constant::new(0.5)))).unwrap();
+    let policy = Policy::load(&dir, &config.model).unwrap();
+    let (train_set, heldout) = splits(config.seed, 100, 8, &config.task);
+    let problems: Vec<Problem> = train_set[..3].to_vec();
+    let sampled = policy
+        .answer(&problems, Sampling::Temperature(1.0), 4, 8, 7)
+        .unwrap();
+    assert_eq!(sampled.len(), 3);
+    assert!(sampled.iter().all(|copies| copies.len() == 4));
+    assert_eq!(
+        policy
+            .answer(&problems, Sampling::Temperature(1.0), 4, 8, 7)
+            .unwrap(),
+        sampled
+    );
+    // Greedy answers are the ones the run's final evaluation judged.
+    let greedy = policy
+        .answer(&heldout, Sampling::Greedy, 1, config.grpo.max_new_tokens, 0)
+        .unwrap();
+    let judged: Vec<Vec<String>> = answers(&dir)
+        .into_iter()
+        .map(|a| vec![a.response])
+        .collect();
+    assert_eq!(greedy, judged);
+    assert!(
+        policy
+            .answer(&[], Sampling::Greedy, 1, 8, 0)
+            .unwrap()
+            .is_empty()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
