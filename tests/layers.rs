@@ -96,6 +96,7 @@ fn dependencies_point_down_only() {
         "verifine-runtime",
         "verifine-hotswap",
         "verifine-train",
+        "verifine-evolve",
     ];
     let mut rules: Vec<(&str, &str)> = vec![
         ("verifine-base", "wasmtime"),
@@ -108,6 +109,9 @@ fn dependencies_point_down_only() {
         ("verifine-train", "wasmtime"),
         ("verifine-train", "verifine-runtime"),
         ("verifine-train", "verifine-hotswap"),
+        ("verifine-runtime", "verifine-evolve"),
+        ("verifine-hotswap", "verifine-evolve"),
+        ("verifine-train", "verifine-evolve"),
     ];
     for crate_name in below_cli {
         rules.push((crate_name, "clap"));

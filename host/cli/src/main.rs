@@ -25,6 +25,13 @@ enum Command {
     /// Train a small decoder: SFT warm-up, then GRPO with plugin rewards.
     #[cfg(feature = "train")]
     Train(verifine::commands::train::TrainArgs),
+    /// Co-evolve a policy and its reference-free judge: rounds from one SFT
+    /// base, a judge loop with human labels and coactive calibration.
+    #[cfg(feature = "train")]
+    Evolve(verifine::commands::evolve::EvolveArgs),
+    /// Export or import the label queue of an evolve run.
+    #[cfg(feature = "train")]
+    Labels(verifine::commands::labels::LabelsArgs),
     /// Inspect, check, write, test and promote plugins.
     Plugin(plugin::PluginArgs),
 }
@@ -42,6 +49,10 @@ fn main() -> ExitCode {
         Command::Agree(args) => agree::run(args),
         #[cfg(feature = "train")]
         Command::Train(args) => verifine::commands::train::run(args),
+        #[cfg(feature = "train")]
+        Command::Evolve(args) => verifine::commands::evolve::run(args),
+        #[cfg(feature = "train")]
+        Command::Labels(args) => verifine::commands::labels::run(args),
         Command::Plugin(args) => plugin::run(args),
     };
     match result {

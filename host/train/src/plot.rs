@@ -73,12 +73,7 @@ const DOTS_UP_TO: usize = 60;
 
 /// Draws the plot into `path` through a temporary file and a rename.
 pub fn draw(series: &Series, path: &Path) -> Result<()> {
-    static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| {
-        // The bundled font is a valid TrueType file; a failure would show as
-        // missing text, not as a crash.
-        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
-    });
+    bundled_font();
     // plotters picks the encoder from the extension: keep `.png` last.
     let tmp = verifine_base::temporary_sibling(path).with_extension("png");
     {
@@ -118,6 +113,18 @@ pub fn draw(series: &Series, path: &Path) -> Result<()> {
         root.present().map_err(plot_error)?;
     }
     std::fs::rename(&tmp, path).map_err(|e| TrainError::io("renaming into", path, e))
+}
+
+/// Registers the bundled font (once) and returns its family name, for
+/// other plots of verifine (the co-evolution report) to use.
+pub fn bundled_font() -> &'static str {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // The bundled font is a valid TrueType file; a failure would show as
+        // missing text, not as a crash.
+        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
+    });
+    FAMILY
 }
 
 /// A named line: label, points, colour.

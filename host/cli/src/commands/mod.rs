@@ -4,7 +4,27 @@
 pub mod agree;
 pub mod author;
 pub mod config;
+#[cfg(feature = "train")]
+pub mod evolve;
+#[cfg(feature = "train")]
+pub mod labels;
 pub mod plugin;
 pub mod score;
 #[cfg(feature = "train")]
 pub mod train;
+
+/// Deletes what an earlier run left in `dir` for `--overwrite`, but only
+/// when `dir` holds a run (it has `marker`): a mistyped path is never
+/// wiped.
+pub fn clear_run_dir(dir: &std::path::Path, marker: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    if !dir.exists() {
+        return Ok(());
+    }
+    anyhow::ensure!(
+        dir.join(marker).exists(),
+        "--overwrite: {} does not hold a run (no {marker}); not deleting it",
+        dir.display()
+    );
+    std::fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))
+}

@@ -2,7 +2,7 @@
 //! directory; or `--resume` a run from its newest checkpoint.
 
 use crate::run::{self, RunConfig};
-use anyhow::{Context as _, Result, ensure};
+use anyhow::Result;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -41,14 +41,8 @@ pub fn run(args: TrainArgs) -> Result<()> {
             None => RunConfig::from_toml(run::DEFAULT_CONFIG, "examples/arithmetic/train.toml")?,
         };
         let run_dir = args.run_dir.unwrap_or_else(verifine_train::default_run_dir);
-        if args.overwrite && run_dir.exists() {
-            ensure!(
-                run_dir.join("config.toml").exists(),
-                "--overwrite: {} does not hold a run (no config.toml); not deleting it",
-                run_dir.display()
-            );
-            std::fs::remove_dir_all(&run_dir)
-                .with_context(|| format!("clearing {}", run_dir.display()))?;
+        if args.overwrite {
+            super::clear_run_dir(&run_dir, "config.toml")?;
         }
         (
             run::train_with_progress(&config, &run_dir, progress_bar())?,

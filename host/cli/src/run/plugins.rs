@@ -5,6 +5,7 @@
 use super::config::HotSwapConfig;
 use anyhow::{Context as _, Result, anyhow};
 use std::sync::Arc;
+use verifine_evolve::reward::{answer_sample, reward_of};
 use verifine_hotswap::live::{LiveReward, LiveState, SwapOutcome};
 use verifine_runtime::{
     Candidate, Context, Plugin, PluginInstance, PluginKind, PluginSlot, Provenance, Runtime,
@@ -41,30 +42,13 @@ impl PluginReward {
     }
 }
 
-/// A sample of the contract from training's answer.
-fn sample(answer: &Answer) -> Sample {
-    let sample = Sample::new(&answer.id, &answer.prompt, &answer.response);
-    match &answer.reference {
-        Some(reference) => sample.with_reference(reference),
-        None => sample,
-    }
-}
-
 impl RewardFunction for PluginReward {
     fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
-        let samples: Vec<Sample> = answers.iter().map(sample).collect();
+        let samples: Vec<Sample> = answers.iter().map(answer_sample).collect();
         self.live
             .score(step, &samples)
-            .into_iter()
-            .map(|scored| Reward {
-                total: scored.total,
-                criteria: scored
-                    .judgment
-                    .iter()
-                    .flat_map(|j| &j.verdicts)
-                    .map(|v| (v.criterion.clone(), v.score))
-                    .collect(),
-            })
+            .iter()
+            .map(reward_of)
             .collect()
     }
 

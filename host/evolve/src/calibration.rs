@@ -1,0 +1,354 @@
+//! Coactive calibration: the revision agent proposes, the human labels
+//! decide. A proposal is accepted only if the judge's agreement with the
+//! labels on the newest batch improves and no earlier case gets worse by
+//! more than a margin, so a revision cannot buy today's cases with
+//! yesterday's competence. At most `max_versions` proposals per round; when
+//! agreement stops rising, the loop asks for human review instead of
+//! churning. Every proposal, its scores and the decision go to the log.
+
+use crate::agent::{Disputed, RevisionAgent, RevisionRequest};
+use crate::cases::Case;
+use crate::error::Result;
+use crate::judge::{JudgeRevision, JudgeScore};
+use crate::labels::{Clarification, Label};
+use serde::{Deserialize, Serialize};
+use verifine_runtime::stats::{mae, pearson};
+
+/// The accept rule and the loop's limits (`[calibration]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CalibrationConfig {
+    /// Most proposals per round.
+    pub max_versions: usize,
+    /// How much worse (absolute error against the label) any earlier case may get.
+    pub margin: f64,
+    /// How much the Pearson correlation on the newest batch must rise.
+    pub min_gain: f64,
+    /// Iterations over which agreement must rise by `review_min_gain`…
+    pub review_window: usize,
+    /// …or the loop asks for human review and pauses.
+    pub review_min_gain: f64,
+    /// A case is disputed (shown to the agent) when |judge − label| exceeds this.
+    pub dispute_threshold: f64,
+}
+
+impl Default for CalibrationConfig {
+    fn default() -> Self {
+        CalibrationConfig {
+            max_versions: 20,
+            margin: 0.25,
+            min_gain: 0.0,
+            review_window: 10,
+            review_min_gain: 0.2,
+            dispute_threshold: 0.25,
+        }
+    }
+}
+
+/// Agreement of judge totals with human totals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Alignment {
+    /// Pearson correlation (0 when undefined: a constant side).
+    pub pearson: f64,
+    /// Mean absolute error.
+    pub mae: f64,
+    /// Cases compared.
+    pub n: usize,
+}
+
+/// Agreement over the indexed cases.
+pub fn alignment(judge: &[f64], human: &[f64], indices: &[usize]) -> Alignment {
+    let r = pearson(judge, human, indices);
+    Alignment {
+        pearson: if r.is_finite() { r } else { 0.0 },
+        mae: mae(judge, human, indices),
+        n: indices.len(),
+    }
+}
+
+/// The labelled cases calibration works on: the accumulated judge
+/// evaluation set. The frozen test labels are never part of it.
+#[derive(Debug, Clone, Default)]
+pub struct LabelledSet {
+    /// The cases.
+    pub cases: Vec<Case>,
+    /// The newest human label of each case.
+    pub labels: Vec<Label>,
+    /// Indices of the newest batch.
+    pub current: Vec<usize>,
+    /// Indices of the cases from earlier batches.
+    pub earlier: Vec<usize>,
+}
+
+impl LabelledSet {
+    fn human(&self) -> Vec<f64> {
+        self.labels.iter().map(|l| l.total).collect()
+    }
+
+    fn all(&self) -> Vec<usize> {
+        (0..self.cases.len()).collect()
+    }
+}
+
+/// What the accept rule decided about one proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Whether the proposal goes live.
+    pub accepted: bool,
+    /// Why, in words.
+    pub reason: String,
+    /// The live judge on the newest batch.
+    pub current_before: Alignment,
+    /// The proposal on the newest batch.
+    pub current_after: Alignment,
+    /// The earlier case that got worse the most, and by how much.
+    pub worst_regression: Option<(String, f64)>,
+}
+
+/// The accept rule.
+pub fn decide(
+    config: &CalibrationConfig,
+    set: &LabelledSet,
+    live: &[f64],
+    candidate: &[f64],
+) -> Decision {
+    let human = set.human();
+    let before = alignment(live, &human, &set.current);
+    let after = alignment(candidate, &human, &set.current);
+    let worst = set
+        .earlier
+        .iter()
+        .map(|&i| {
+            (
+                i,
+                (candidate[i] - human[i]).abs() - (live[i] - human[i]).abs(),
+            )
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .filter(|(_, worse)| *worse > 0.0)
+        .map(|(i, worse)| (set.cases[i].id.clone(), worse));
+    let gain = after.pearson - before.pearson;
+    let (accepted, reason) = if gain <= config.min_gain {
+        (
+            false,
+            format!(
+                "Pearson on the newest batch {:.3} → {:.3}: does not rise by more than {}",
+                before.pearson, after.pearson, config.min_gain
+            ),
+        )
+    } else if let Some((id, worse)) = worst.as_ref().filter(|(_, w)| *w > config.margin) {
+        (
+            false,
+            format!(
+                "earlier case {id} gets worse by {worse:.3} (margin {})",
+                config.margin
+            ),
+        )
+    } else {
+        (
+            true,
+            format!(
+                "Pearson on the newest batch {:.3} → {:.3}, no earlier case worse by more than {}",
+                before.pearson, after.pearson, config.margin
+            ),
+        )
+    };
+    Decision {
+        accepted,
+        reason,
+        current_before: before,
+        current_after: after,
+        worst_regression: worst,
+    }
+}
+
+/// One line of the calibration log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationEntry {
+    /// The round whose judge loop this is.
+    pub round: u32,
+    /// 1-based proposal number within the round.
+    pub iteration: usize,
+    /// The agent.
+    pub agent: String,
+    /// The proposed rules.
+    pub rules: serde_json::Value,
+    /// The agent's rationale.
+    pub rationale: String,
+    /// The accept rule's decision.
+    pub decision: Decision,
+    /// The live judge on the whole accumulated set after the decision.
+    pub accumulated: Alignment,
+    /// The revision number given when accepted.
+    pub revision: Option<u32>,
+}
+
+/// Why calibration stopped in a round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CalibrationStop {
+    /// The agent had nothing more to propose.
+    AgentDone,
+    /// `max_versions` proposals were made.
+    VersionCap,
+    /// Agreement stopped rising: a person should look (the judge loop pauses).
+    ReviewRequested {
+        /// What the loop saw.
+        reason: String,
+    },
+}
+
+/// The result of one round's calibration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibrationOutcome {
+    /// The live revision at the end (the input one when nothing was accepted).
+    pub live: JudgeRevision,
+    /// Accepted proposals.
+    pub accepted: usize,
+    /// Why it stopped.
+    pub stop: CalibrationStop,
+}
+
+/// Runs one round's calibration from `live`. `done` holds the log entries
+/// this round already wrote (a resumed loop replays them instead of asking
+/// again); `score` scores the set under a revision; `log` records each new
+/// entry before the loop goes on.
+#[allow(clippy::too_many_arguments)]
+pub fn calibrate(
+    config: &CalibrationConfig,
+    round: u32,
+    set: &LabelledSet,
+    mut live: JudgeRevision,
+    done: &[CalibrationEntry],
+    agent: &mut dyn RevisionAgent,
+    clarifications: &[Clarification],
+    score: &mut dyn FnMut(&JudgeRevision) -> Result<Vec<JudgeScore>>,
+    log: &mut dyn FnMut(&CalibrationEntry) -> Result<()>,
+) -> Result<CalibrationOutcome> {
+    let human = set.human();
+    let all = set.all();
+    let mut live_scores = score(&live)?;
+    let mut series = vec![alignment(&totals(&live_scores), &human, &all).pearson];
+    let mut tried: Vec<serde_json::Value> = Vec::new();
+    let mut accepted = 0;
+    for iteration in 1..=config.max_versions {
+        let entry = if let Some(entry) = done.get(iteration - 1) {
+            entry.clone()
+        } else {
+            let disputed = disputed(config, set, &live_scores);
+            let request = RevisionRequest {
+                live: &live,
+                disputed: &disputed,
+                clarifications,
+                tried: &tried,
+            };
+            let Some(proposal) = agent.propose(&request)? else {
+                return Ok(CalibrationOutcome {
+                    live,
+                    accepted,
+                    stop: CalibrationStop::AgentDone,
+                });
+            };
+            let candidate = JudgeRevision {
+                number: live.number + 1,
+                rules: proposal.rules.clone(),
+                origin: proposal.rationale.clone(),
+            };
+            let candidate_scores = score(&candidate)?;
+            let decision = decide(
+                config,
+                set,
+                &totals(&live_scores),
+                &totals(&candidate_scores),
+            );
+            let after = if decision.accepted {
+                &candidate_scores
+            } else {
+                &live_scores
+            };
+            let entry = CalibrationEntry {
+                round,
+                iteration,
+                agent: agent.name(),
+                rules: proposal.rules,
+                rationale: proposal.rationale,
+                revision: decision.accepted.then_some(candidate.number),
+                accumulated: alignment(&totals(after), &human, &all),
+                decision,
+            };
+            log(&entry)?;
+            entry
+        };
+        tried.push(entry.rules.clone());
+        if let Some(number) = entry.revision {
+            live = JudgeRevision {
+                number,
+                rules: entry.rules.clone(),
+                origin: entry.rationale.clone(),
+            };
+            live_scores = score(&live)?;
+            accepted += 1;
+        }
+        series.push(entry.accumulated.pearson);
+        if let Some(reason) = review_needed(config, &series) {
+            return Ok(CalibrationOutcome {
+                live,
+                accepted,
+                stop: CalibrationStop::ReviewRequested { reason },
+            });
+        }
+    }
+    Ok(CalibrationOutcome {
+        live,
+        accepted,
+        stop: CalibrationStop::VersionCap,
+    })
+}
+
+/// The totals of a scoring.
+pub fn totals(scores: &[JudgeScore]) -> Vec<f64> {
+    scores.iter().map(|s| s.total).collect()
+}
+
+/// The accumulated cases where the judge and the label disagree by more
+/// than the threshold, largest disagreement first.
+fn disputed(config: &CalibrationConfig, set: &LabelledSet, scores: &[JudgeScore]) -> Vec<Disputed> {
+    let mut out: Vec<(f64, Disputed)> = set
+        .cases
+        .iter()
+        .zip(&set.labels)
+        .zip(scores)
+        .filter_map(|((case, label), score)| {
+            let gap = (score.total - label.total).abs();
+            (gap > config.dispute_threshold).then(|| {
+                (
+                    gap,
+                    Disputed {
+                        case: case.clone(),
+                        judge: score.clone(),
+                        human: label.clone(),
+                    },
+                )
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out.into_iter().map(|(_, d)| d).collect()
+}
+
+/// A reason to ask for review: over the last `review_window` iterations the
+/// accumulated Pearson rose by less than `review_min_gain`.
+fn review_needed(config: &CalibrationConfig, series: &[f64]) -> Option<String> {
+    let window = config.review_window;
+    if window == 0 || series.len() <= window {
+        return None;
+    }
+    let (then, now) = (series[series.len() - 1 - window], series[series.len() - 1]);
+    (now - then < config.review_min_gain).then(|| {
+        format!(
+            "Pearson on the accumulated set {then:.3} → {now:.3} over the last {window} iterations: \
+             less than {} gained",
+            config.review_min_gain
+        )
+    })
+}

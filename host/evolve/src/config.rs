@@ -1,0 +1,168 @@
+//! What `verifine evolve` is told to do: one TOML file. `[train]` is a
+//! training config (task, model, SFT, GRPO) used once for the SFT base and
+//! then, with SFT off, for every round; the other tables name the judge, the
+//! fixed evaluator, the curriculum and trigger plugins, and the judge loop's
+//! knobs.
+
+use crate::annotator::AnnotatorConfig;
+use crate::calibration::CalibrationConfig;
+use crate::error::{EvolveError, Result};
+use crate::queries::QueryConfig;
+use serde::{Deserialize, Serialize};
+use verifine_base::PluginSlot;
+use verifine_runtime::Limits;
+use verifine_train::TrainConfig;
+
+/// How a round optimises the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoundMode {
+    /// GRPO with the judge's total as the reward.
+    Grpo,
+    /// SFT in which the judge only decides which targets are kept
+    /// (VeriFine's navigation setting). Not implemented yet: refused at load.
+    SftMembership,
+}
+
+/// Who labels the judge loop's queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Labeller {
+    /// The simulated annotator of `[annotator]`.
+    Simulated,
+    /// A person: the loop exports the queue and stops until
+    /// `verifine labels import` and `verifine evolve --resume`.
+    Human,
+}
+
+/// The loop's schedule and sizes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvolveConfig {
+    /// Judge-revised rounds after the initial-judge round (R1, R2 …).
+    pub rounds: u32,
+    /// GRPO steps of every round (the fixed budget).
+    pub round_steps: usize,
+    /// Monitoring (held-out evaluation + trigger) every this many GRPO steps.
+    pub check_every: usize,
+    /// How rounds optimise.
+    pub mode: RoundMode,
+    /// Problems in the fixed anchor set P (failure discovery, queries).
+    pub anchor_problems: usize,
+    /// Sampled answers per anchor problem.
+    pub anchor_samples: usize,
+    /// Problems in the candidate pool the curriculum chooses from.
+    pub pool_problems: usize,
+    /// Sampled answers per pool problem when the curriculum assesses it.
+    pub pool_samples: usize,
+    /// Share of pool targets that are unreliable (an arithmetic slip or a
+    /// misread operand), as real pools hold.
+    pub pool_noisy_share: f64,
+    /// Cases in the frozen judge test set (labelled by another annotator,
+    /// never used to decide anything).
+    pub test_cases: usize,
+    /// Bootstrap resamples for the report's intervals.
+    pub bootstrap: usize,
+    /// Worker threads for judge scoring.
+    pub threads: usize,
+    /// Who labels.
+    pub labeller: Labeller,
+    /// The training config of the base and the rounds.
+    pub train: TrainConfig,
+    /// The reference-free judge and its initial rules (`config` = revision 0).
+    pub judge: PluginSlot,
+    /// The fixed reference-based evaluator (RB): the progress measure.
+    pub evaluator: PluginSlot,
+    /// The curriculum plugin.
+    pub curriculum: PluginSlot,
+    /// The trigger plugin (reads the monitor history).
+    pub trigger: PluginSlot,
+    /// The query set's sizes.
+    pub queries: QueryConfig,
+    /// The simulated annotator.
+    pub annotator: AnnotatorConfig,
+    /// The accept rule and calibration limits.
+    pub calibration: CalibrationConfig,
+    /// Sandbox limits of every plugin the loop loads.
+    pub limits: Limits,
+}
+
+impl Default for EvolveConfig {
+    fn default() -> Self {
+        EvolveConfig {
+            rounds: 3,
+            round_steps: 150,
+            check_every: 150,
+            mode: RoundMode::Grpo,
+            anchor_problems: 60,
+            anchor_samples: 4,
+            pool_problems: 600,
+            pool_samples: 2,
+            pool_noisy_share: 0.15,
+            test_cases: 120,
+            bootstrap: 1000,
+            threads: 2,
+            labeller: Labeller::Simulated,
+            train: TrainConfig::default(),
+            judge: PluginSlot::new("worked-steps"),
+            evaluator: PluginSlot::new("math-answer"),
+            curriculum: PluginSlot::new("weakness-curriculum"),
+            trigger: PluginSlot::new("plateau-trigger"),
+            queries: QueryConfig::default(),
+            annotator: AnnotatorConfig::default(),
+            calibration: CalibrationConfig::default(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// The default run's config, embedded (`examples/evolve/evolve.toml`).
+pub const DEFAULT_CONFIG: &str = include_str!("../../../examples/evolve/evolve.toml");
+
+impl EvolveConfig {
+    /// Parses and validates a config file's text.
+    pub fn parse(text: &str) -> Result<Self> {
+        let config: EvolveConfig = toml::from_str(text)
+            .map_err(|e| EvolveError::Invalid(format!("evolve config: {e}")))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Refuses settings the loop cannot run with.
+    pub fn validate(&self) -> Result<()> {
+        let fail = |m: String| Err(EvolveError::Invalid(format!("evolve config: {m}")));
+        if self.mode == RoundMode::SftMembership {
+            return fail("mode = \"sft-membership\" is not implemented yet; use \"grpo\"".into());
+        }
+        if self.round_steps == 0 || self.check_every == 0 {
+            return fail("round_steps and check_every must be at least 1".into());
+        }
+        if self.anchor_problems == 0
+            || self.anchor_samples == 0
+            || self.pool_problems == 0
+            || self.pool_samples == 0
+        {
+            return fail("anchor_problems, anchor_samples, pool_problems and pool_samples must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.pool_noisy_share) {
+            return fail(format!(
+                "pool_noisy_share {} is outside [0, 1]",
+                self.pool_noisy_share
+            ));
+        }
+        if self.train.init_from.is_some() {
+            return fail(
+                "[train] init_from is set by the loop (every round starts from the base)".into(),
+            );
+        }
+        self.train
+            .validate()
+            .map_err(|e| EvolveError::Invalid(format!("evolve config [train]: {}", e.0)))
+    }
+
+    /// The config as TOML (saved in the run directory).
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self)
+            .map_err(|e| EvolveError::Invalid(format!("writing the evolve config: {e}")))
+    }
+}

@@ -1,0 +1,34 @@
+//! Co-evolution of a policy and its reference-free judge (`verifine
+//! evolve`). The policy loop trains fresh policies from one SFT base with
+//! the live judge as the reward and a judge-guided curriculum; the judge
+//! loop, when a trigger sees progress stall on the fixed reference-based
+//! evaluator, asks people (or a simulated annotator) to label the cases the
+//! judge is least sure of, and lets a revision agent propose new rules that
+//! are accepted only when agreement with the labels rises without
+//! regressions. Training's code runs the rounds; this crate owns the loops.
+
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod annotator;
+pub mod calibration;
+pub mod cases;
+pub mod config;
+pub mod curriculum;
+pub mod error;
+pub mod failures;
+pub mod judge;
+pub mod judge_loop;
+pub mod labels;
+pub mod plot;
+pub mod queries;
+pub mod queue;
+pub mod report;
+pub mod reward;
+pub mod round;
+pub mod run;
+
+pub use config::EvolveConfig;
+pub use error::{EvolveError, Result};
+pub use report::Summary;
+pub use run::{EvolveProgress, resume, start};

@@ -1,0 +1,132 @@
+//! `plot.png`: RB and accuracy per row with their intervals (top), and the
+//! judge's agreement with the frozen test labels per revision (bottom).
+
+use crate::error::{EvolveError, Result};
+use crate::report::Summary;
+use plotters::prelude::*;
+use std::path::Path;
+use verifine_train::plot::bundled_font;
+
+/// Draws the plot into `path` through a temporary file and a rename.
+pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
+    let font = bundled_font();
+    let tmp = verifine_base::temporary_sibling(path).with_extension("png");
+    {
+        let root = BitMapBackend::new(&tmp, (900, 620)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let (top, bottom) = root.split_vertically(340);
+        let names: Vec<String> = summary.rows.iter().map(|r| r.name.clone()).collect();
+        let n = names.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(&top)
+            .caption(
+                "held-out policy test set (95% bootstrap intervals)",
+                (font, 18),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(-0.5..n - 0.5, 0.0..1.0)
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_labels(names.len().max(1))
+            .x_label_formatter(&|x| names.get(x.round() as usize).cloned().unwrap_or_default())
+            .label_style((font, 12))
+            .disable_x_mesh()
+            .draw()
+            .map_err(plot_error)?;
+        for (label, offset, colour, pick) in [
+            ("RB (fixed evaluator)", -0.1, BLUE, 0usize),
+            ("accuracy", 0.1, RED, 1),
+        ] {
+            let points: Vec<(f64, f64, [f64; 2])> = summary
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let (v, ci) = if pick == 0 {
+                        (r.rb, r.rb_ci)
+                    } else {
+                        (r.accuracy, r.accuracy_ci)
+                    };
+                    (i as f64 + offset, v, ci)
+                })
+                .collect();
+            chart
+                .draw_series(points.iter().map(|&(x, v, ci)| {
+                    ErrorBar::new_vertical(x, ci[0].min(v), v, ci[1].max(v), colour.filled(), 8)
+                }))
+                .map_err(plot_error)?
+                .label(label)
+                .legend(move |(x, y)| Circle::new((x + 10, y), 4, colour.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .label_font((font, 12))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(plot_error)?;
+
+        let revisions = summary.judge.len().max(1) as f64;
+        let mut judge = ChartBuilder::on(&bottom)
+            .caption("judge vs frozen test labels, per revision", (font, 18))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(-0.5..revisions - 0.5, -0.2..1.0)
+            .map_err(plot_error)?;
+        let labels: Vec<String> = summary
+            .judge
+            .iter()
+            .map(|j| format!("r{}", j.revision))
+            .collect();
+        judge
+            .configure_mesh()
+            .x_labels(labels.len().max(1))
+            .x_label_formatter(&|x| labels.get(x.round() as usize).cloned().unwrap_or_default())
+            .label_style((font, 12))
+            .draw()
+            .map_err(plot_error)?;
+        for (label, colour, pick) in [("Pearson", BLUE, 0usize), ("MAE", RED, 1)] {
+            let points: Vec<(f64, f64)> = summary
+                .judge
+                .iter()
+                .enumerate()
+                .map(|(i, j)| {
+                    (
+                        i as f64,
+                        if pick == 0 {
+                            j.pearson_test
+                        } else {
+                            j.mae_test
+                        },
+                    )
+                })
+                .collect();
+            judge
+                .draw_series(LineSeries::new(points.clone(), colour))
+                .map_err(plot_error)?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+            judge
+                .draw_series(points.iter().map(|p| Circle::new(*p, 3, colour.filled())))
+                .map_err(plot_error)?;
+        }
+        judge
+            .configure_series_labels()
+            .label_font((font, 12))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_error)?;
+        root.present().map_err(plot_error)?;
+    }
+    std::fs::rename(&tmp, path)
+        .map_err(|e| EvolveError::File(verifine_base::FileError::io("renaming into", path, e)))
+}
+
+fn plot_error(e: impl std::fmt::Display) -> EvolveError {
+    EvolveError::Invalid(format!("drawing the plot: {e}"))
+}

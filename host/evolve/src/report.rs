@@ -1,0 +1,229 @@
+//! The run's outputs: `summary.json` (the table as data), `report.md` and
+//! `plot.png`. RB is the fixed reference-based evaluator's mean total on
+//! the held-out policy test set, RF the *final* judge revision's mean total
+//! on the same answers, accuracy the share of correct final answers; each
+//! with a 95% bootstrap interval. Judge alignment is measured per revision
+//! on the frozen test labels (never used to decide anything) and on the
+//! accumulated set.
+
+use crate::calibration::{Alignment, alignment, totals};
+use crate::cases::Case;
+use crate::error::{EvolveError, Result};
+use crate::judge_loop::{LoopRecord, SIMULATED, TestCase};
+use crate::labels::LabelStore;
+use crate::round::{heldout_answers, read_optional};
+use crate::run::{Evolve, Task, plan};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::Path;
+use verifine_base::{read_jsonl, write_atomically};
+use verifine_runtime::stats::bootstrap;
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// `base`, `random-initial`, `guided-initial`, `R1` …
+    pub name: String,
+    /// Fixed evaluator's mean total.
+    pub rb: f64,
+    /// Its 95% bootstrap interval.
+    pub rb_ci: [f64; 2],
+    /// The final judge's mean total.
+    pub rf: f64,
+    /// Its interval.
+    pub rf_ci: [f64; 2],
+    /// Share of correct final answers.
+    pub accuracy: f64,
+    /// Its interval.
+    pub accuracy_ci: [f64; 2],
+    /// The judge revision that rewarded the row (none for the base).
+    pub judge_revision: Option<u32>,
+    /// Whether the trigger fired during the row's round.
+    pub trigger_fired: Option<bool>,
+}
+
+/// A judge revision's agreement with people.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeRow {
+    /// The revision number.
+    pub revision: u32,
+    /// Pearson against the frozen test labels.
+    pub pearson_test: f64,
+    /// MAE against the frozen test labels.
+    pub mae_test: f64,
+    /// Pearson on the accumulated judge evaluation set at the end.
+    pub pearson_accumulated: f64,
+    /// MAE on it.
+    pub mae_accumulated: f64,
+    /// Where the revision came from.
+    pub origin: String,
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The table, in order.
+    pub rows: Vec<Row>,
+    /// Judge alignment per revision, oldest first.
+    pub judge: Vec<JudgeRow>,
+    /// What each judge loop did.
+    pub loops: Vec<LoopRecord>,
+}
+
+/// Reads a finished run's summary.
+pub fn read(dir: &Path) -> Result<Summary> {
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| verifine_base::FileError::io("reading", &path, e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| EvolveError::Invalid(format!("{}: {e}", path.display())))
+}
+
+/// Writes summary.json, report.md and plot.png.
+pub(crate) fn write(run: &Evolve) -> Result<()> {
+    let summary = summarize(run)?;
+    let json =
+        serde_json::to_string_pretty(&summary).map_err(|e| EvolveError::Invalid(e.to_string()))?;
+    write_atomically(&run.dir.join("summary.json"), |w| {
+        w.write_all(json.as_bytes())
+    })?;
+    let markdown = markdown(&summary);
+    write_atomically(&run.dir.join("report.md"), |w| {
+        w.write_all(markdown.as_bytes())
+    })?;
+    crate::plot::draw(&summary, &run.dir.join("plot.png"))
+}
+
+fn summarize(run: &Evolve) -> Result<Summary> {
+    let resamples = run.config.bootstrap;
+    let seed = run.config.train.seed;
+    let interval = |values: &[f64]| {
+        let e = bootstrap(values.len(), resamples, seed, |idx| {
+            idx.iter().map(|&i| values[i]).sum::<f64>() / idx.len().max(1) as f64
+        });
+        (e.value, [e.ci_low, e.ci_high])
+    };
+    let mut names = vec!["base".to_string()];
+    names.extend(plan(&run.config).into_iter().filter_map(|t| match t {
+        Task::Round { name, .. } => Some(name),
+        _ => None,
+    }));
+    let mut rows = Vec::new();
+    for name in names {
+        let dir = if name == "base" {
+            run.base_dir()
+        } else {
+            run.row_dir(&name)
+        };
+        let answers = heldout_answers(&dir)?;
+        let cases: Vec<Case> = answers
+            .iter()
+            .map(|a| Case {
+                id: a.id.clone(),
+                scenario: String::new(),
+                prompt: a.prompt.clone(),
+                response: a.response.clone(),
+                reference: a.reference.clone(),
+            })
+            .collect();
+        let rb: Vec<f64> = answers
+            .iter()
+            .map(|a| a.evaluator_total.unwrap_or(0.0))
+            .collect();
+        let accuracy: Vec<f64> = answers
+            .iter()
+            .map(|a| f64::from(u8::from(a.correct)))
+            .collect();
+        let rf = totals(&run.judge.score(&run.state.live, &cases)?);
+        let ((rb, rb_ci), (rf, rf_ci), (accuracy, accuracy_ci)) =
+            (interval(&rb), interval(&rf), interval(&accuracy));
+        rows.push(Row {
+            judge_revision: run.state.trained_with.get(&name).copied(),
+            trigger_fired: run.state.fired.get(&name).copied(),
+            name,
+            rb,
+            rb_ci,
+            rf,
+            rf_ci,
+            accuracy,
+            accuracy_ci,
+        });
+    }
+    let test: Vec<TestCase> = read_jsonl(&run.judge_dir().join("test.jsonl"))?;
+    let test_cases: Vec<Case> = test.iter().map(|t| t.case.clone()).collect();
+    let test_human: Vec<f64> = test.iter().map(|t| t.label.total).collect();
+    let store = LabelStore::load(&run.judge_dir().join("labels.jsonl"))?;
+    let set = run.accumulated(run.config.rounds, &store, SIMULATED)?;
+    let set_human: Vec<f64> = set.labels.iter().map(|l| l.total).collect();
+    let mut judge = Vec::new();
+    for revision in &run.state.revisions {
+        let on_test: Alignment = alignment(
+            &totals(&run.judge.score(revision, &test_cases)?),
+            &test_human,
+            &(0..test.len()).collect::<Vec<_>>(),
+        );
+        let on_set = alignment(
+            &totals(&run.judge.score(revision, &set.cases)?),
+            &set_human,
+            &(0..set.cases.len()).collect::<Vec<_>>(),
+        );
+        judge.push(JudgeRow {
+            revision: revision.number,
+            pearson_test: on_test.pearson,
+            mae_test: on_test.mae,
+            pearson_accumulated: on_set.pearson,
+            mae_accumulated: on_set.mae,
+            origin: revision.origin.clone(),
+        });
+    }
+    let loops = read_optional(&run.judge_dir().join("loops.jsonl"))?;
+    Ok(Summary { rows, judge, loops })
+}
+
+fn markdown(summary: &Summary) -> String {
+    let mut out = String::from("# verifine evolve\n\n");
+    out.push_str("Held-out policy test set. RB: the fixed reference-based evaluator; RF: the final judge revision; \
+                  accuracy: correct final answers. 95% bootstrap intervals.\n\n");
+    out.push_str(
+        "| row | judge | RB | RF | accuracy | trigger fired |\n|---|---|---|---|---|---|\n",
+    );
+    let ci = |v: f64, c: [f64; 2]| format!("{v:.3} [{:.3}, {:.3}]", c[0], c[1]);
+    for r in &summary.rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            r.name,
+            r.judge_revision
+                .map_or("—".to_string(), |n| format!("r{n}")),
+            ci(r.rb, r.rb_ci),
+            ci(r.rf, r.rf_ci),
+            ci(r.accuracy, r.accuracy_ci),
+            r.trigger_fired
+                .map_or("—", |f| if f { "yes" } else { "no" }),
+        );
+    }
+    out.push_str("\n## Judge alignment per revision\n\nAgainst the frozen test labels (an independent annotator, never used \
+                  to accept anything) and the accumulated judge evaluation set.\n\n");
+    out.push_str("| revision | Pearson (test) | MAE (test) | Pearson (accumulated) | MAE (accumulated) | origin |\n|---|---|---|---|---|---|\n");
+    for j in &summary.judge {
+        let _ = writeln!(
+            out,
+            "| r{} | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
+            j.revision,
+            j.pearson_test,
+            j.mae_test,
+            j.pearson_accumulated,
+            j.mae_accumulated,
+            j.origin
+        );
+    }
+    out.push_str("\n## Judge loops\n\n");
+    for l in &summary.loops {
+        let _ = writeln!(
+            out,
+            "- loop {}: {} (labelled {}, accepted {}, live r{})",
+            l.round, l.note, l.labelled, l.accepted, l.live
+        );
+    }
+    out
+}

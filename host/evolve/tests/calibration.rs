@@ -1,0 +1,194 @@
+//! The accept rule and the calibration loop's limits, on judges whose
+//! scores are given directly (no plugin): what is accepted, what is
+//! refused, the cap on proposals per round, the review request, and a
+//! resumed calibration replaying its log instead of asking again.
+
+use serde_json::json;
+use std::cell::RefCell;
+use verifine_evolve::agent::{Proposal, RevisionAgent, RevisionRequest};
+use verifine_evolve::calibration::{
+    CalibrationConfig, CalibrationEntry, CalibrationStop, LabelledSet, calibrate, decide,
+};
+use verifine_evolve::cases::Case;
+use verifine_evolve::judge::{JudgeRevision, JudgeScore};
+use verifine_evolve::labels::{Label, LabelAction};
+
+fn case(i: usize) -> Case {
+    Case {
+        id: format!("c{i}"),
+        scenario: "s".into(),
+        prompt: format!("p{i}"),
+        response: "r".into(),
+        reference: "g".into(),
+    }
+}
+
+fn label(i: usize, total: f64) -> Label {
+    Label {
+        case_id: format!("c{i}"),
+        annotator: "a".into(),
+        dimensions: [("grounded".to_string(), total)].into(),
+        total,
+        revision: 0,
+        action: LabelAction::Score,
+        note: None,
+    }
+}
+
+/// Six labelled cases: 0–2 from an earlier batch, 3–5 the newest.
+fn set() -> LabelledSet {
+    let human = [0.0, 1.0, 0.5, 0.0, 1.0, 0.5];
+    LabelledSet {
+        cases: (0..6).map(case).collect(),
+        labels: human
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| label(i, h))
+            .collect(),
+        current: vec![3, 4, 5],
+        earlier: vec![0, 1, 2],
+    }
+}
+
+#[test]
+fn an_improving_revision_is_accepted_and_one_that_breaks_an_earlier_case_is_refused() {
+    let config = CalibrationConfig::default();
+    let live = [0.0, 1.0, 0.5, 1.0, 1.0, 0.0];
+    let better = [0.0, 1.0, 0.5, 0.0, 1.0, 0.5];
+    let accepted = decide(&config, &set(), &live, &better);
+    assert!(accepted.accepted, "{}", accepted.reason);
+    assert!(accepted.current_after.pearson > accepted.current_before.pearson);
+
+    // Just as good on the newest batch, but earlier case c1 drops from 1 to 0.
+    let regressing = [0.0, 0.0, 0.5, 0.0, 1.0, 0.5];
+    let refused = decide(&config, &set(), &live, &regressing);
+    assert!(!refused.accepted);
+    assert!(refused.reason.contains("c1"), "{}", refused.reason);
+    assert_eq!(
+        refused.worst_regression.as_ref().map(|w| w.0.as_str()),
+        Some("c1")
+    );
+
+    // A regression within the margin is allowed.
+    let slight = [0.0, 0.8, 0.5, 0.0, 1.0, 0.5];
+    assert!(decide(&config, &set(), &live, &slight).accepted);
+    // No gain on the newest batch: refused.
+    assert!(!decide(&config, &set(), &live, &live).accepted);
+}
+
+/// Proposes rules `{"k": n}` for n = 1, 2, …; a judge under rules n scores
+/// through `scores(n)`.
+struct Counting(usize);
+
+impl RevisionAgent for Counting {
+    fn name(&self) -> String {
+        "counting".into()
+    }
+
+    fn propose(
+        &mut self,
+        request: &RevisionRequest<'_>,
+    ) -> verifine_evolve::Result<Option<Proposal>> {
+        self.0 += 1;
+        assert!(!request.tried.contains(&json!({"k": self.0})));
+        Ok(Some(Proposal {
+            rules: json!({"k": self.0}),
+            rationale: format!("try {}", self.0),
+        }))
+    }
+}
+
+fn scored(totals: Vec<f64>) -> Vec<JudgeScore> {
+    totals
+        .into_iter()
+        .map(|t| JudgeScore {
+            total: t,
+            dimensions: [("grounded".to_string(), t)].into(),
+            explanation: String::new(),
+            error: None,
+        })
+        .collect()
+}
+
+fn run(
+    config: &CalibrationConfig,
+    scores: impl Fn(u64) -> Vec<f64>,
+    done: &[CalibrationEntry],
+) -> (
+    verifine_evolve::calibration::CalibrationOutcome,
+    Vec<CalibrationEntry>,
+    usize,
+) {
+    let log = RefCell::new(Vec::new());
+    let mut agent = Counting(done.len());
+    let initial = JudgeRevision {
+        number: 0,
+        rules: json!({"k": 0}),
+        origin: "initial".into(),
+    };
+    let outcome = calibrate(
+        config,
+        1,
+        &set(),
+        initial,
+        done,
+        &mut agent,
+        &[],
+        &mut |r: &JudgeRevision| Ok(scored(scores(r.rules["k"].as_u64().unwrap()))),
+        &mut |e: &CalibrationEntry| {
+            log.borrow_mut().push(e.clone());
+            Ok(())
+        },
+    )
+    .unwrap();
+    let asked = agent.0 - done.len();
+    (outcome, log.into_inner(), asked)
+}
+
+/// Each revision moves case 3 a little closer to its label (so Pearson on
+/// the newest batch rises every time) without touching earlier cases.
+fn creeping(k: u64) -> Vec<f64> {
+    let c3 = 1.0 - (k as f64) * 0.04;
+    vec![0.0, 1.0, 0.5, c3, 1.0, 0.0]
+}
+
+#[test]
+fn at_most_max_versions_proposals_are_made_per_round() {
+    let config = CalibrationConfig {
+        review_window: 0,
+        ..CalibrationConfig::default()
+    };
+    let (outcome, log, asked) = run(&config, creeping, &[]);
+    assert_eq!(outcome.stop, CalibrationStop::VersionCap);
+    assert_eq!((log.len(), asked), (20, 20));
+    assert_eq!(outcome.accepted, 20);
+    assert_eq!(outcome.live.number, 20);
+}
+
+#[test]
+fn when_agreement_stops_rising_the_loop_asks_for_review() {
+    // Every proposal scores like the initial judge: nothing is accepted.
+    let config = CalibrationConfig::default();
+    let (outcome, log, _) = run(&config, |_| creeping(0), &[]);
+    let CalibrationStop::ReviewRequested { reason } = &outcome.stop else {
+        panic!("{:?}", outcome.stop)
+    };
+    assert!(reason.contains("10 iterations"), "{reason}");
+    assert_eq!(log.len(), config.review_window);
+    assert!(log.iter().all(|e| e.revision.is_none()));
+    assert_eq!(outcome.live.number, 0);
+}
+
+#[test]
+fn a_resumed_calibration_replays_its_log_and_asks_only_for_what_is_left() {
+    let config = CalibrationConfig {
+        review_window: 0,
+        max_versions: 6,
+        ..CalibrationConfig::default()
+    };
+    let (whole, whole_log, _) = run(&config, creeping, &[]);
+    let (resumed, rest, asked) = run(&config, creeping, &whole_log[..4]);
+    assert_eq!(asked, 2);
+    assert_eq!(rest, whole_log[4..].to_vec());
+    assert_eq!(resumed.live, whole.live);
+}
