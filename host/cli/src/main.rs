@@ -32,6 +32,9 @@ enum Command {
     /// Export or import the label queue of an evolve run.
     #[cfg(feature = "train")]
     Labels(verifine::commands::labels::LabelsArgs),
+    /// Test-time selection: best of N by each judge of an evolve run.
+    #[cfg(feature = "train")]
+    Select(verifine::commands::select::SelectArgs),
     /// Inspect, check, write, test and promote plugins.
     Plugin(plugin::PluginArgs),
 }
@@ -53,6 +56,8 @@ fn main() -> ExitCode {
         Command::Evolve(args) => verifine::commands::evolve::run(args),
         #[cfg(feature = "train")]
         Command::Labels(args) => verifine::commands::labels::run(args),
+        #[cfg(feature = "train")]
+        Command::Select(args) => verifine::commands::select::run(args),
         Command::Plugin(args) => plugin::run(args),
     };
     match result {

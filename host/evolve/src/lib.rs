@@ -27,8 +27,9 @@ pub mod report;
 pub mod reward;
 pub mod round;
 pub mod run;
+pub mod select;
 
 pub use config::EvolveConfig;
 pub use error::{EvolveError, Result};
 pub use report::Summary;
-pub use run::{EvolveProgress, resume, start};
+pub use run::{EvolveProgress, open, resume, start};

@@ -130,3 +130,64 @@ pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
 fn plot_error(e: impl std::fmt::Display) -> EvolveError {
     EvolveError::Invalid(format!("drawing the plot: {e}"))
 }
+
+/// `selection.png`: the annotator's mean score of each selector's pick
+/// against the budget.
+pub fn draw_selection(selection: &crate::select::Selection, path: &Path) -> Result<()> {
+    let font = bundled_font();
+    let tmp = verifine_base::temporary_sibling(path).with_extension("png");
+    {
+        let root = BitMapBackend::new(&tmp, (900, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let n = selection.candidates.max(1) as f64;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "test-time selection: annotator score of the pick",
+                (font, 18),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0.5..n + 0.5, 0.0..1.0)
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("budget (candidates seen)")
+            .x_labels(selection.candidates.max(1))
+            .x_label_formatter(&|x| format!("{}", x.round() as i64))
+            .label_style((font, 12))
+            .draw()
+            .map_err(plot_error)?;
+        let colours = [RGBColor(150, 150, 150), BLUE, GREEN, MAGENTA, RED];
+        for (curve, colour) in selection.curves.iter().zip(colours.iter().cycle()) {
+            let colour = *colour;
+            let points: Vec<(f64, f64)> = curve
+                .mean
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (i as f64 + 1.0, *m))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), colour))
+                .map_err(plot_error)?
+                .label(curve.selector.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+            chart
+                .draw_series(curve.ci.iter().zip(&points).map(|(c, &(x, m))| {
+                    ErrorBar::new_vertical(x, c[0].min(m), m, c[1].max(m), colour.filled(), 6)
+                }))
+                .map_err(plot_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .label_font((font, 12))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(plot_error)?;
+        root.present().map_err(plot_error)?;
+    }
+    std::fs::rename(&tmp, path)
+        .map_err(|e| EvolveError::File(verifine_base::FileError::io("renaming into", path, e)))
+}

@@ -204,6 +204,12 @@ pub fn start(
 
 /// Continues the run in `dir` after the last finished task.
 pub fn resume(dir: &Path, progress: Box<dyn FnMut(EvolveProgress)>) -> Result<Summary> {
+    open(dir, progress)?.execute()
+}
+
+/// An existing run, as `state.json` leaves it (for resuming, or for
+/// `verifine select` on a finished run).
+pub fn open(dir: &Path, progress: Box<dyn FnMut(EvolveProgress)>) -> Result<Evolve> {
     let text = std::fs::read_to_string(dir.join("config.toml"))
         .map_err(|e| FileError::io("reading", &dir.join("config.toml"), e))?;
     let config = EvolveConfig::parse(&text)?;
@@ -212,8 +218,7 @@ pub fn resume(dir: &Path, progress: Box<dyn FnMut(EvolveProgress)>) -> Result<Su
         std::fs::read_to_string(&path).map_err(|e| FileError::io("reading", &path, e))?;
     let state: EvolveState = serde_json::from_str(&state_text)
         .map_err(|e| EvolveError::Invalid(format!("{}: {e}", path.display())))?;
-    let mut run = Evolve::assemble(config, dir, state, progress)?;
-    run.execute()
+    Evolve::assemble(config, dir, state, progress)
 }
 
 impl Evolve {

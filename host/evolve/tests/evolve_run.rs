@@ -111,6 +111,35 @@ fn a_tiny_run_finishes_every_task_and_frozen_labels_decide_nothing() {
     }
     assert!(read(&a.join("report.md")).contains("| R1 |"));
 
+    // Test-time selection: the annotator picking by its own scores is the
+    // upper bound at every budget, and its curve never falls.
+    let selection = verifine_evolve::open(&a, Box::new(|_| {}))
+        .unwrap()
+        .select("R1", 3, 4)
+        .unwrap();
+    let names: Vec<&str> = selection
+        .curves
+        .iter()
+        .map(|c| c.selector.as_str())
+        .collect();
+    assert_eq!(names.len(), 6, "{names:?}");
+    assert_eq!(
+        (names[0], names[4], names[5]),
+        ("random", "RB", "annotator (upper bound)")
+    );
+    let upper = &selection.curves[5].mean;
+    assert!(upper.windows(2).all(|w| w[0] <= w[1]), "{upper:?}");
+    for curve in &selection.curves {
+        assert_eq!(curve.mean.len(), 3);
+        assert!(
+            curve.mean.iter().zip(upper).all(|(m, u)| m <= u),
+            "{curve:?}"
+        );
+    }
+    for file in ["selection.json", "selection.md", "selection.png"] {
+        assert!(a.join(file).exists(), "{file}");
+    }
+
     // Another annotator for the frozen test set: its labels differ, and
     // nothing the loop decided does.
     let b = scratch("b");

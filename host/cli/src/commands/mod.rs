@@ -11,6 +11,8 @@ pub mod labels;
 pub mod plugin;
 pub mod score;
 #[cfg(feature = "train")]
+pub mod select;
+#[cfg(feature = "train")]
 pub mod train;
 
 /// Deletes what an earlier run left in `dir` for `--overwrite`, but only
