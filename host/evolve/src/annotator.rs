@@ -39,6 +39,18 @@ impl Default for AnnotatorConfig {
     }
 }
 
+impl AnnotatorConfig {
+    /// The independent annotator of the frozen test set (and of test-time
+    /// selection): seed `test_seed` (default `seed + 1`), no self-revision.
+    pub fn independent(&self) -> AnnotatorConfig {
+        AnnotatorConfig {
+            seed: self.test_seed.unwrap_or(self.seed + 1),
+            revise_chance: 0.0,
+            ..self.clone()
+        }
+    }
+}
+
 /// The quality of a response as the gold solution shows it, per dimension:
 /// `grounded` — the steps take the problem's start, operations and operands,
 /// position by position; `valid` — the share of steps that compute;

@@ -5,7 +5,7 @@
 //! labelled once by another annotator and never used to decide anything.
 
 use crate::agent::RuleSearchAgent;
-use crate::annotator::{Annotator, AnnotatorConfig, overall};
+use crate::annotator::{Annotator, overall};
 use crate::calibration::{CalibrationEntry, CalibrationStop, LabelledSet, calibrate};
 use crate::cases::Case;
 use crate::config::Labeller;
@@ -91,16 +91,8 @@ impl Evolve {
                 Case::new(format!("test-{i}"), p, response)
             })
             .collect();
-        let config = AnnotatorConfig {
-            seed: self
-                .config
-                .annotator
-                .test_seed
-                .unwrap_or(self.config.annotator.seed + 1),
-            revise_chance: 0.0,
-            ..self.config.annotator.clone()
-        };
-        let labels = Annotator::new("test-annotator", config).label(&cases, &[]);
+        let labels = Annotator::new("test-annotator", self.config.annotator.independent())
+            .label(&cases, &[]);
         let rows: Vec<TestCase> = cases
             .into_iter()
             .zip(labels)

@@ -6,7 +6,7 @@
 //! picks with a 95% bootstrap interval. A judge that ranks like people
 //! climbs towards the upper bound as the budget grows.
 
-use crate::annotator::{Annotator, AnnotatorConfig};
+use crate::annotator::Annotator;
 use crate::cases::Case;
 use crate::error::{EvolveError, Result};
 use crate::judge::JudgeRevision;
@@ -86,20 +86,12 @@ impl Evolve {
                     .map(move |(k, r)| Case::new(format!("select-{i}-{k}"), p, r))
             })
             .collect();
-        let config = AnnotatorConfig {
-            seed: self
-                .config
-                .annotator
-                .test_seed
-                .unwrap_or(self.config.annotator.seed + 1),
-            revise_chance: 0.0,
-            ..self.config.annotator.clone()
-        };
-        let human: Vec<f64> = Annotator::new("select-annotator", config)
-            .label(&cases, &[])
-            .iter()
-            .map(|l| l.total)
-            .collect();
+        let human: Vec<f64> =
+            Annotator::new("select-annotator", self.config.annotator.independent())
+                .label(&cases, &[])
+                .iter()
+                .map(|l| l.total)
+                .collect();
 
         let mut selectors: Vec<(String, Vec<f64>)> = Vec::new();
         let mut rng = SplitMix64::new(seed);
