@@ -6,6 +6,7 @@
 //! on the frozen test labels (never used to decide anything) and on the
 //! accumulated set.
 
+use crate::annotator::true_quality;
 use crate::calibration::{Alignment, alignment, totals};
 use crate::cases::Case;
 use crate::error::{EvolveError, Result};
@@ -36,6 +37,10 @@ pub struct Row {
     pub accuracy: f64,
     /// Its interval.
     pub accuracy_ci: [f64; 2],
+    /// Share of wrong answers whose steps all compute but do not follow the
+    /// problem (what the loose initial judge cannot see), by the annotator's
+    /// noise-free reading.
+    pub valid_ungrounded: f64,
     /// The judge revision that rewarded the row (none for the base).
     pub judge_revision: Option<u32>,
     /// Whether the trigger fired during the row's round.
@@ -135,6 +140,15 @@ fn summarize(run: &Evolve) -> Result<Summary> {
             .map(|a| f64::from(u8::from(a.correct)))
             .collect();
         let rf = totals(&run.judge.score(&run.state.live, &cases)?);
+        let blind_spot = cases
+            .iter()
+            .zip(&answers)
+            .filter(|(case, answer)| {
+                let quality = true_quality(case);
+                !answer.correct && quality["valid"] >= 1.0 && quality["grounded"] < 1.0
+            })
+            .count() as f64
+            / answers.len().max(1) as f64;
         let ((rb, rb_ci), (rf, rf_ci), (accuracy, accuracy_ci)) =
             (interval(&rb), interval(&rf), interval(&accuracy));
         rows.push(Row {
@@ -147,6 +161,7 @@ fn summarize(run: &Evolve) -> Result<Summary> {
             rf_ci,
             accuracy,
             accuracy_ci,
+            valid_ungrounded: blind_spot,
         });
     }
     let test: Vec<TestCase> = read_jsonl(&run.judge_dir().join("test.jsonl"))?;
@@ -183,21 +198,23 @@ fn summarize(run: &Evolve) -> Result<Summary> {
 fn markdown(summary: &Summary) -> String {
     let mut out = String::from("# verifine evolve\n\n");
     out.push_str("Held-out policy test set. RB: the fixed reference-based evaluator; RF: the final judge revision; \
-                  accuracy: correct final answers. 95% bootstrap intervals.\n\n");
+                  accuracy: correct final answers; valid but ungrounded: wrong answers whose steps all compute \
+                  but do not follow the problem (the initial judge's blind spot). 95% bootstrap intervals.\n\n");
     out.push_str(
-        "| row | judge | RB | RF | accuracy | trigger fired |\n|---|---|---|---|---|---|\n",
+        "| row | judge | RB | RF | accuracy | valid but ungrounded | trigger fired |\n|---|---|---|---|---|---|---|\n",
     );
     let ci = |v: f64, c: [f64; 2]| format!("{v:.3} [{:.3}, {:.3}]", c[0], c[1]);
     for r in &summary.rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {:.3} | {} |",
             r.name,
             r.judge_revision
                 .map_or("—".to_string(), |n| format!("r{n}")),
             ci(r.rb, r.rb_ci),
             ci(r.rf, r.rf_ci),
             ci(r.accuracy, r.accuracy_ci),
+            r.valid_ungrounded,
             r.trigger_fired
                 .map_or("—", |f| if f { "yes" } else { "no" }),
         );
