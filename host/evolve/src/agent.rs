@@ -25,6 +25,17 @@ pub struct Disputed {
     pub human: Label,
 }
 
+impl Disputed {
+    /// The case as an agent may see it: without the gold solution (the
+    /// judge is reference-free, and so are its revisions).
+    pub fn case_without_reference(&self) -> Case {
+        Case {
+            reference: String::new(),
+            ..self.case.clone()
+        }
+    }
+}
+
 /// What an agent is given.
 #[derive(Debug, Clone, Copy)]
 pub struct RevisionRequest<'a> {

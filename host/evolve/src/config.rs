@@ -6,6 +6,7 @@
 
 use crate::annotator::AnnotatorConfig;
 use crate::calibration::CalibrationConfig;
+use crate::command_agent::AgentConfig;
 use crate::error::{EvolveError, Result};
 use crate::queries::QueryConfig;
 use serde::{Deserialize, Serialize};
@@ -83,6 +84,8 @@ pub struct EvolveConfig {
     pub annotator: AnnotatorConfig,
     /// The accept rule and calibration limits.
     pub calibration: CalibrationConfig,
+    /// The revision agent (default: the built-in rule search).
+    pub agent: AgentConfig,
     /// Sandbox limits of every plugin the loop loads.
     pub limits: Limits,
 }
@@ -111,6 +114,7 @@ impl Default for EvolveConfig {
             queries: QueryConfig::default(),
             annotator: AnnotatorConfig::default(),
             calibration: CalibrationConfig::default(),
+            agent: AgentConfig::default(),
             limits: Limits::default(),
         }
     }

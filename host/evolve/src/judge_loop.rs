@@ -4,10 +4,11 @@
 //! set, and calibration revises the judge. Also the frozen judge test set,
 //! labelled once by another annotator and never used to decide anything.
 
-use crate::agent::RuleSearchAgent;
+use crate::agent::{RevisionAgent, RuleSearchAgent};
 use crate::annotator::{Annotator, overall};
 use crate::calibration::{CalibrationEntry, CalibrationStop, LabelledSet, calibrate};
 use crate::cases::Case;
+use crate::command_agent::CommandAgent;
 use crate::config::Labeller;
 use crate::curriculum::misread;
 use crate::error::{EvolveError, Result};
@@ -180,6 +181,14 @@ impl Evolve {
         if !log_path.exists() {
             write_jsonl::<CalibrationEntry>(&log_path, &[])?;
         }
+        let mut agent: Box<dyn RevisionAgent> = if self.config.agent.command.is_empty() {
+            Box::new(RuleSearchAgent)
+        } else {
+            Box::new(CommandAgent::new(
+                self.config.agent.clone(),
+                self.judge_dir().join(format!("agent-round-{round}")),
+            ))
+        };
         let judge = &self.judge;
         let progress = self.progress.clone();
         let outcome = calibrate(
@@ -188,7 +197,7 @@ impl Evolve {
             &set,
             self.state.live.clone(),
             &done,
-            &mut RuleSearchAgent,
+            agent.as_mut(),
             &clarifications,
             &mut |revision| judge.score(revision, &set.cases),
             &mut |entry| {

@@ -13,6 +13,7 @@ pub mod agent;
 pub mod annotator;
 pub mod calibration;
 pub mod cases;
+pub mod command_agent;
 pub mod config;
 pub mod curriculum;
 pub mod error;

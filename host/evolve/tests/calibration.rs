@@ -19,7 +19,7 @@ fn case(i: usize) -> Case {
         scenario: "s".into(),
         prompt: format!("p{i}"),
         response: "r".into(),
-        reference: "g".into(),
+        reference: "GOLD-SOLUTION".into(),
     }
 }
 
@@ -191,4 +191,61 @@ fn a_resumed_calibration_replays_its_log_and_asks_only_for_what_is_left() {
     assert_eq!(asked, 2);
     assert_eq!(rest, whole_log[4..].to_vec());
     assert_eq!(resumed.live, whole.live);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
+    use std::os::unix::fs::PermissionsExt;
+    use verifine_evolve::command_agent::{AgentConfig, CommandAgent};
+    let dir = std::env::temp_dir().join(format!("verifine-agent-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("agent.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nset -eu\nd=\"$1\"\n[ -s \"$d/tried.jsonl\" ] && exit 0\n\
+         grep -q GOLD-SOLUTION \"$d/disputed.jsonl\" && exit 7\n\
+         grep -q '\"c3\"' \"$d/disputed.jsonl\" || exit 3\n\
+         printf '{\"k\": 7}' > \"$d/revised-rules.json\"\necho 'seven, from the files' > \"$d/rationale.txt\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = AgentConfig {
+        command: vec![script.display().to_string()],
+        timeout_seconds: 30,
+    };
+    let mut agent = CommandAgent::new(config, dir.join("work"));
+    let mut log = Vec::new();
+    let initial = JudgeRevision {
+        number: 0,
+        rules: json!({"k": 0}),
+        origin: "initial".into(),
+    };
+    let outcome = calibrate(
+        &CalibrationConfig::default(),
+        1,
+        &set(),
+        initial,
+        &[],
+        &mut agent,
+        &[],
+        &mut |r: &JudgeRevision| Ok(scored(creeping(r.rules["k"].as_u64().unwrap()))),
+        &mut |e: &CalibrationEntry| {
+            log.push(e.clone());
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(outcome.stop, CalibrationStop::AgentDone);
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].rules, json!({"k": 7}));
+    assert_eq!(log[0].rationale, "seven, from the files");
+    assert_eq!(
+        outcome.live.rules,
+        json!({"k": 7}),
+        "{}",
+        log[0].decision.reason
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

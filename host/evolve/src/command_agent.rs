@@ -1,0 +1,136 @@
+//! An external revision agent (an LLM agent, a script): any executable is
+//! handed a directory with the live rules, the disputed cases with the
+//! judge's diagnostics and the labels, the clarifications people wrote and
+//! the rules already tried this round, and answers by writing
+//! `revised-rules.json` (and, optionally, `rationale.txt`). It runs confined
+//! as the hot-swap agents do: a cleared environment, its own process group,
+//! a deadline. Writing nothing means it has nothing more to propose.
+
+use crate::agent::{Proposal, RevisionAgent, RevisionRequest};
+use crate::error::{EvolveError, Result};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use verifine_base::{FileError, write_atomically, write_jsonl};
+
+/// Which agent proposes revisions (`[agent]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The executable and its first arguments; the request directory is
+    /// appended. Empty: the built-in rule-search agent.
+    pub command: Vec<String>,
+    /// The agent is stopped after this long, per proposal.
+    pub timeout_seconds: u64,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            command: Vec::new(),
+            timeout_seconds: 600,
+        }
+    }
+}
+
+const INSTRUCTIONS: &str = "\
+# Propose a revision of the judge's rules
+
+`live.json` holds the judge's live rules (its rubric's config table).
+`disputed.jsonl` lists cases where the judge's total and the human label
+disagree: the case (prompt, response), the judge's total, per-dimension
+sub-scores and explanation, and the label (per-dimension scores, total,
+note). `clarifications.jsonl` holds what people wrote about criteria;
+`tried.jsonl` the rules already proposed this round (do not repeat them).
+
+Write `revised-rules.json` (the complete new rules; the dimensions stay the
+same) and optionally `rationale.txt`. verifine scores your rules against the
+labels and accepts them only if agreement on the newest batch rises and no
+earlier case gets worse by more than the margin. Write nothing when you have
+nothing more to propose.
+";
+
+/// The agent behind `[agent] command`.
+#[derive(Debug, Clone)]
+pub struct CommandAgent {
+    config: AgentConfig,
+    work: PathBuf,
+    asked: usize,
+}
+
+impl CommandAgent {
+    /// An agent whose request directories go under `work`.
+    pub fn new(config: AgentConfig, work: PathBuf) -> Self {
+        CommandAgent {
+            config,
+            work,
+            asked: 0,
+        }
+    }
+}
+
+impl RevisionAgent for CommandAgent {
+    fn name(&self) -> String {
+        self.config.command.join(" ")
+    }
+
+    fn propose(&mut self, request: &RevisionRequest<'_>) -> Result<Option<Proposal>> {
+        self.asked += 1;
+        let dir = self.work.join(format!("request-{:03}", self.asked));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| FileError::io("clearing", &dir, e))?;
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| FileError::io("creating", &dir, e))?;
+        let json = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+        write_atomically(&dir.join("INSTRUCTIONS.md"), |w| {
+            w.write_all(INSTRUCTIONS.as_bytes())
+        })?;
+        let live = json(&request.live.rules);
+        write_atomically(&dir.join("live.json"), |w| w.write_all(live.as_bytes()))?;
+        let disputed: Vec<serde_json::Value> = request
+            .disputed
+            .iter()
+            .map(|d| serde_json::json!({"case": d.case_without_reference(), "judge": d.judge, "label": d.human}))
+            .collect();
+        write_jsonl(&dir.join("disputed.jsonl"), &disputed)?;
+        write_jsonl(&dir.join("clarifications.jsonl"), request.clarifications)?;
+        write_jsonl(&dir.join("tried.jsonl"), request.tried)?;
+
+        let (program, args) = self
+            .config
+            .command
+            .split_first()
+            .ok_or_else(|| EvolveError::Invalid("[agent] command is empty".into()))?;
+        let mut command = Command::new(program);
+        command.args(args).arg(&dir).current_dir(&dir);
+        let deadline = Instant::now() + Duration::from_secs(self.config.timeout_seconds);
+        let finished = verifine_hotswap::confined::run(command, deadline).map_err(|e| {
+            EvolveError::Plugin {
+                plugin: self.name(),
+                message: format!("revision agent {e}"),
+            }
+        })?;
+        if !finished.status.success() {
+            return Err(EvolveError::Plugin {
+                plugin: self.name(),
+                message: format!(
+                    "revision agent failed ({}): {}",
+                    finished.status, finished.output
+                ),
+            });
+        }
+        let revised = dir.join("revised-rules.json");
+        if !revised.exists() {
+            return Ok(None);
+        }
+        let text =
+            std::fs::read_to_string(&revised).map_err(|e| FileError::io("reading", &revised, e))?;
+        let rules: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| EvolveError::Invalid(format!("{}: {e}", revised.display())))?;
+        let rationale = std::fs::read_to_string(dir.join("rationale.txt"))
+            .map(|t| t.trim().to_string())
+            .unwrap_or_else(|_| format!("proposed by {}", self.name()));
+        Ok(Some(Proposal { rules, rationale }))
+    }
+}
