@@ -30,6 +30,12 @@ pub struct CalibrationConfig {
     pub review_min_gain: f64,
     /// A case is disputed (shown to the agent) when |judge − label| exceeds this.
     pub dispute_threshold: f64,
+    /// Whether an open review request pauses the later judge loops too
+    /// (until a person deletes the review file). Off, a review request ends
+    /// only the loop that made it, and the next loop calibrates on its new
+    /// batch of labels (for runs with no person to review: the simulated
+    /// annotator).
+    pub pause_on_review: bool,
 }
 
 impl Default for CalibrationConfig {
@@ -41,6 +47,7 @@ impl Default for CalibrationConfig {
             review_window: 10,
             review_min_gain: 0.2,
             dispute_threshold: 0.25,
+            pause_on_review: true,
         }
     }
 }

@@ -111,7 +111,7 @@ impl Evolve {
         };
         let fired = self.state.fired.get(&previous).copied().unwrap_or(false);
         if let Some(review) = self.state.review.clone() {
-            if review.exists() {
+            if review.exists() && self.config.calibration.pause_on_review {
                 let note = format!(
                     "paused: waiting for the review requested in {}",
                     review.display()

@@ -165,3 +165,44 @@ fn a_tiny_run_finishes_every_task_and_frozen_labels_decide_nothing() {
     std::fs::remove_dir_all(&a).unwrap();
     std::fs::remove_dir_all(&b).unwrap();
 }
+
+#[cfg(unix)]
+#[test]
+fn an_open_review_request_pauses_later_judge_loops_unless_told_otherwise() {
+    let loops = |pause: bool| {
+        let mut config = tiny(100);
+        config.rounds = 2;
+        // Every loop asks for review after its first proposal.
+        config.calibration.review_window = 1;
+        config.calibration.review_min_gain = 1.0;
+        config.calibration.pause_on_review = pause;
+        let dir = scratch(if pause { "pause" } else { "continue" });
+        // An agent that always has a new proposal.
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("agent.sh");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nn=$(wc -l < \"$1/tried.jsonl\")\n\
+             printf '{\"grounded\": {\"has-steps\": 1.0, \"numbers-appear\": 0.%s}}' $((n + 1)) > \"$1/revised-rules.json\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        config.agent.command = vec![script.display().to_string()];
+        let run = dir.join("run");
+        let summary = start(config, &run, Box::new(|_| {})).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        summary.loops
+    };
+    let paused = loops(true);
+    assert!(
+        paused[0].ran && paused[0].note.starts_with("review requested"),
+        "{paused:?}"
+    );
+    assert!(
+        !paused[1].ran && paused[1].note.starts_with("paused"),
+        "{paused:?}"
+    );
+    let going_on = loops(false);
+    assert!(going_on[1].ran, "{going_on:?}");
+}
