@@ -128,10 +128,7 @@ impl Evolve {
             return self.record_loop(round, false, note, 0, 0);
         }
         let batch = self.query_batch(round)?;
-        let labeller = match self.config.labeller {
-            Labeller::Simulated => SIMULATED,
-            Labeller::Human => HUMAN,
-        };
+        let labeller = self.labeller_name();
         let labels_path = self.judge_dir().join("labels.jsonl");
         let mut store = LabelStore::load(&labels_path)?;
         let latest = store.latest(labeller);
@@ -337,6 +334,14 @@ impl Evolve {
             live: self.state.live.number,
         });
         Ok(write_jsonl(&path, &all)?)
+    }
+
+    /// The name the configured labeller's labels carry.
+    pub(crate) fn labeller_name(&self) -> &'static str {
+        match self.config.labeller {
+            Labeller::Simulated => SIMULATED,
+            Labeller::Human => HUMAN,
+        }
     }
 
     /// `judge/` of the run.

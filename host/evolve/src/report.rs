@@ -10,7 +10,7 @@ use crate::annotator::true_quality;
 use crate::calibration::{Alignment, alignment, totals};
 use crate::cases::Case;
 use crate::error::{EvolveError, Result};
-use crate::judge_loop::{LoopRecord, SIMULATED, TestCase};
+use crate::judge_loop::{LoopRecord, TestCase};
 use crate::labels::LabelStore;
 use crate::round::{heldout_answers, read_optional};
 use crate::run::{Evolve, Task, plan};
@@ -168,7 +168,7 @@ fn summarize(run: &Evolve) -> Result<Summary> {
     let test_cases: Vec<Case> = test.iter().map(|t| t.case.clone()).collect();
     let test_human: Vec<f64> = test.iter().map(|t| t.label.total).collect();
     let store = LabelStore::load(&run.judge_dir().join("labels.jsonl"))?;
-    let set = run.accumulated(run.config.rounds, &store, SIMULATED)?;
+    let set = run.accumulated(run.config.rounds, &store, run.labeller_name())?;
     let set_human: Vec<f64> = set.labels.iter().map(|l| l.total).collect();
     let mut judge = Vec::new();
     for revision in &run.state.revisions {

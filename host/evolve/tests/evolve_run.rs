@@ -206,3 +206,39 @@ fn an_open_review_request_pauses_later_judge_loops_unless_told_otherwise() {
     let going_on = loops(false);
     assert!(going_on[1].ran, "{going_on:?}");
 }
+
+#[test]
+fn with_a_human_labeller_the_loop_stops_for_labels_and_resumes_after_import() {
+    use verifine_evolve::config::Labeller;
+    use verifine_evolve::labels::{LabelInput, QueueItem};
+    let mut config = tiny(100);
+    config.labeller = Labeller::Human;
+    let dir = scratch("human");
+    let err = start(config, &dir, Box::new(|_| {}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("wait for labels") && err.contains("--resume"),
+        "{err}"
+    );
+
+    let out = dir.join("to-label.jsonl");
+    let n = verifine_evolve::queue::export(&dir, "human", &out).unwrap();
+    assert!(n > 0);
+    let mut items: Vec<QueueItem> = verifine_base::read_jsonl(&out).unwrap();
+    for item in &mut items {
+        item.label = Some(LabelInput::Confirm);
+    }
+    verifine_base::write_jsonl(&out, &items).unwrap();
+    assert_eq!(
+        verifine_evolve::queue::import(&dir, &out, "human")
+            .unwrap()
+            .labelled,
+        n
+    );
+
+    let summary = verifine_evolve::resume(&dir, Box::new(|_| {})).unwrap();
+    assert!(summary.loops[0].ran, "{:?}", summary.loops);
+    assert_eq!(summary.rows.len(), 4);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
