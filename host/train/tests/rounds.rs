@@ -8,8 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use verifine_base::{Provenance, read_jsonl};
-use verifine_train::config::{CheckpointConfig, GrpoPhase, ModelSize, SftConfig};
-use verifine_train::grpo::GrpoConfig;
+use verifine_train::config::{GrpoPhase, SftConfig};
 use verifine_train::hooks::{
     Answer, BoundaryOutcome, Fixed, HookError, Host, Monitor, PromptPool, Reward, RewardFunction,
     StepBoundary, StepHook,
@@ -18,46 +17,22 @@ use verifine_train::rollout::Sampling;
 use verifine_train::task::{Problem, splits};
 use verifine_train::{HeldoutAnswer, Policy, TrainConfig, resume, train};
 
+mod common;
+
+/// The shared tiny run, with three SFT steps and no pass@k.
 fn tiny() -> TrainConfig {
     TrainConfig {
-        train_problems: 100,
-        heldout_problems: 8,
-        eval_every: 0,
         pass_at_k: 0,
-        vocab_size: 300,
-        model: ModelSize {
-            hidden_size: 16,
-            num_layers: 1,
-            num_heads: 2,
-            num_kv_heads: 1,
-            intermediate_size: 32,
-            ..ModelSize::default()
-        },
         sft: SftConfig {
             steps: 3,
-            batch_size: 4,
-            ..SftConfig::default()
+            ..common::tiny().sft
         },
-        grpo: GrpoPhase {
-            steps: 2,
-            prompts_per_step: 2,
-            max_new_tokens: 8,
-            objective: GrpoConfig {
-                num_generations: 2,
-                dynamic_sampling: false,
-                ..GrpoConfig::default()
-            },
-            ..GrpoPhase::default()
-        },
-        checkpoints: CheckpointConfig { every: 1, keep: 10 },
-        ..TrainConfig::default()
+        ..common::tiny()
     }
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-rounds-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    common::scratch("rounds", name)
 }
 
 fn provenance(name: &str) -> Vec<Provenance> {

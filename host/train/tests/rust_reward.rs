@@ -6,8 +6,6 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 use verifine_base::Provenance;
-use verifine_train::config::{CheckpointConfig, GrpoPhase, ModelSize, SftConfig};
-use verifine_train::grpo::GrpoConfig;
 use verifine_train::hooks::{
     Answer, BoundaryOutcome, Fixed, HookError, Host, Progress, Reward, RewardFunction,
     StepBoundary, StepHook,
@@ -51,45 +49,12 @@ impl RewardFunction for ExactAnswer {
     }
 }
 
-fn tiny() -> TrainConfig {
-    TrainConfig {
-        train_problems: 100,
-        heldout_problems: 8,
-        eval_every: 0,
-        vocab_size: 300,
-        model: ModelSize {
-            hidden_size: 16,
-            num_layers: 1,
-            num_heads: 2,
-            num_kv_heads: 1,
-            intermediate_size: 32,
-            ..ModelSize::default()
-        },
-        sft: SftConfig {
-            steps: 2,
-            batch_size: 4,
-            ..SftConfig::default()
-        },
-        grpo: GrpoPhase {
-            steps: 2,
-            prompts_per_step: 2,
-            max_new_tokens: 8,
-            objective: GrpoConfig {
-                num_generations: 2,
-                dynamic_sampling: false,
-                ..GrpoConfig::default()
-            },
-            ..GrpoPhase::default()
-        },
-        checkpoints: CheckpointConfig { every: 1, keep: 10 },
-        ..TrainConfig::default()
-    }
-}
+mod common;
+
+use common::tiny;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-train-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    common::scratch("train", name)
 }
 
 fn host(
