@@ -239,8 +239,10 @@ pub fn calibrate(
     let mut tried: Vec<serde_json::Value> = Vec::new();
     let mut accepted = 0;
     for iteration in 1..=config.max_versions {
-        let entry = if let Some(entry) = done.get(iteration - 1) {
-            entry.clone()
+        // A replayed entry is scored again only if it was accepted; a new one
+        // hands over the scores it was decided on.
+        let (entry, scored) = if let Some(entry) = done.get(iteration - 1) {
+            (entry.clone(), None)
         } else {
             let disputed = disputed(config, set, &live_scores);
             let request = RevisionRequest {
@@ -284,7 +286,7 @@ pub fn calibrate(
                 decision,
             };
             log(&entry)?;
-            entry
+            (entry, Some(candidate_scores))
         };
         tried.push(entry.rules.clone());
         if let Some(number) = entry.revision {
@@ -293,7 +295,10 @@ pub fn calibrate(
                 rules: entry.rules.clone(),
                 origin: entry.rationale.clone(),
             };
-            live_scores = score(&live)?;
+            live_scores = match scored {
+                Some(scores) => scores,
+                None => score(&live)?,
+            };
             accepted += 1;
         }
         series.push(entry.accumulated.pearson);
