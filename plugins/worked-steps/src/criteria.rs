@@ -170,6 +170,18 @@ pub struct Check {
 }
 
 impl Check {
+    /// `passed` of `total`, noted as `k/n <what>`; nothing to check scores 0.
+    fn ratio(passed: usize, total: usize, what: &str) -> Check {
+        Check {
+            score: if total == 0 {
+                0.0
+            } else {
+                passed as f64 / total as f64
+            },
+            note: format!("{passed}/{total} {what}"),
+        }
+    }
+
     fn pass_fail(pass: bool, note: String) -> Check {
         Check {
             score: if pass { 1.0 } else { 0.0 },
@@ -295,14 +307,7 @@ fn fraction(passes: impl Iterator<Item = bool>, what: &str) -> Check {
         passed += usize::from(pass);
         total += 1;
     }
-    Check {
-        score: if total == 0 {
-            0.0
-        } else {
-            passed as f64 / total as f64
-        },
-        note: format!("{passed}/{total} {what}"),
-    }
+    Check::ratio(passed, total, what)
 }
 
 /// Compares steps with the problem's operations position by position; a
@@ -315,14 +320,7 @@ fn positionwise(
 ) -> Check {
     let total = steps.len().max(ops.len());
     let passed = steps.iter().zip(ops).filter(|(s, o)| same(s, o)).count();
-    Check {
-        score: if total == 0 {
-            0.0
-        } else {
-            passed as f64 / total as f64
-        },
-        note: format!("{passed}/{total} {what}"),
-    }
+    Check::ratio(passed, total, what)
 }
 
 #[cfg(test)]
