@@ -56,55 +56,7 @@ pub fn scenario(problem: &Problem) -> String {
     format!("{form}-{steps}")
 }
 
-/// One worked step `a op b = c`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Step {
-    /// The value the step starts from.
-    pub from: i64,
-    /// `+`, `-` or `*`.
-    pub op: char,
-    /// The operand.
-    pub operand: i64,
-    /// The stated result.
-    pub result: i64,
-}
-
-impl Step {
-    /// Whether the stated result is what the operation gives.
-    pub fn computes(&self) -> bool {
-        let value = match self.op {
-            '+' => self.from.checked_add(self.operand),
-            '-' => self.from.checked_sub(self.operand),
-            '*' => self.from.checked_mul(self.operand),
-            _ => None,
-        };
-        value == Some(self.result)
-    }
-}
-
-/// The step lines of a worked solution, in order; other lines are skipped.
-pub fn steps(text: &str) -> Vec<Step> {
-    text.lines()
-        .filter_map(|line| parse_step(line.trim()))
-        .collect()
-}
-
-fn parse_step(line: &str) -> Option<Step> {
-    let (lhs, rhs) = line.split_once(" = ")?;
-    let mut parts = lhs.split(' ');
-    let from = parts.next()?.parse().ok()?;
-    let op = parts.next().filter(|p| p.len() == 1)?.chars().next()?;
-    let operand = parts.next()?.parse().ok()?;
-    if parts.next().is_some() || !matches!(op, '+' | '-' | '*') {
-        return None;
-    }
-    Some(Step {
-        from,
-        op,
-        operand,
-        result: rhs.trim().parse().ok()?,
-    })
-}
+pub use verifine_train::task::{Step, steps};
 
 /// The number after the last `####`, when there is one.
 pub fn final_answer(text: &str) -> Option<i64> {

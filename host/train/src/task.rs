@@ -135,28 +135,68 @@ fn problem(rng: &mut SplitMix64, config: &TaskConfig) -> Problem {
     }
 }
 
+/// One line `a op b = c` of a worked solution: the format the generator
+/// writes and judges and annotators read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// The value the step starts from.
+    pub from: i64,
+    /// `+`, `-` or `*`.
+    pub op: char,
+    /// The operand.
+    pub operand: i64,
+    /// The stated result.
+    pub result: i64,
+}
+
+impl Step {
+    /// Whether the stated result is what the operation gives.
+    pub fn computes(&self) -> bool {
+        let value = match self.op {
+            '+' => self.from.checked_add(self.operand),
+            '-' => self.from.checked_sub(self.operand),
+            '*' => self.from.checked_mul(self.operand),
+            _ => None,
+        };
+        value == Some(self.result)
+    }
+}
+
+/// The step lines of a worked solution, in order; other lines are skipped.
+pub fn steps(text: &str) -> Vec<Step> {
+    text.lines()
+        .filter_map(|line| parse_step(line.trim()))
+        .collect()
+}
+
+fn parse_step(line: &str) -> Option<Step> {
+    let (lhs, rhs) = line.split_once(" = ")?;
+    let mut parts = lhs.split(' ');
+    let from = parts.next()?.parse().ok()?;
+    let op = parts.next().filter(|p| p.len() == 1)?.chars().next()?;
+    let operand = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || !matches!(op, '+' | '-' | '*') {
+        return None;
+    }
+    Some(Step {
+        from,
+        op,
+        operand,
+        result: rhs.trim().parse().ok()?,
+    })
+}
+
 /// The worked solution of `problem` with one arithmetic slip: one step's
 /// result is off by 1–3 and every later step carries the error on, so the
 /// final answer is wrong. Stands in for the wrong solutions real SFT data
 /// holds, and teaches self-verification what a NO looks like.
 pub fn with_slip(problem: &Problem, rng: &mut SplitMix64) -> String {
-    let steps: Vec<(i64, char, i64)> = problem
-        .solution
-        .lines()
-        .filter_map(|line| {
-            let (lhs, _) = line.split_once(" = ")?;
-            let mut parts = lhs.split(' ');
-            let a = parts.next()?.parse().ok()?;
-            let op = parts.next()?.chars().next()?;
-            let b = parts.next()?.parse().ok()?;
-            Some((a, op, b))
-        })
-        .collect();
+    let steps = steps(&problem.solution);
     let slipped = rng.below(steps.len().max(1));
     let delta = 1 + rng.below(3) as i64;
-    let mut running = steps.first().map_or(problem.answer, |s| s.0);
+    let mut running = steps.first().map_or(problem.answer, |s| s.from);
     let mut lines = Vec::with_capacity(steps.len() + 1);
-    for (i, &(_, op, b)) in steps.iter().enumerate() {
+    for (i, &Step { op, operand: b, .. }) in steps.iter().enumerate() {
         let mut next = match op {
             '+' => running + b,
             '-' => running - b,
