@@ -1,8 +1,10 @@
 //! Coactive calibration: the revision agent proposes, the human labels
 //! decide. A proposal is accepted only if the judge's agreement with the
-//! labels on the newest batch improves and no earlier case gets worse by
-//! more than a margin, so a revision cannot buy today's cases with
-//! yesterday's competence. At most `max_versions` proposals per round; when
+//! labels on the newest batch improves, no earlier case gets worse by more
+//! than a margin, and agreement on the whole accumulated set does not fall
+//! (neither its Pearson correlation nor its mean absolute error worsens),
+//! so a revision cannot buy today's cases with yesterday's competence — one
+//! case at a time or spread thinly over many. At most `max_versions` proposals per round; when
 //! agreement stops rising, the loop asks for human review instead of
 //! churning. Every proposal, its scores and the decision go to the log.
 
@@ -24,6 +26,14 @@ pub struct CalibrationConfig {
     pub margin: f64,
     /// How much the Pearson correlation on the newest batch must rise.
     pub min_gain: f64,
+    /// How far the Pearson correlation on the whole accumulated set (earlier
+    /// batches and the newest) may fall: many small regressions, each within
+    /// `margin`, still lose competence.
+    pub max_accumulated_drop: f64,
+    /// How far the mean absolute error on the whole accumulated set may
+    /// rise: a revision that ranks cases better but scores them further
+    /// from the labels (a reweighting that overshoots) is not an improvement.
+    pub max_accumulated_mae_rise: f64,
     /// Iterations over which agreement must rise by `review_min_gain`…
     pub review_window: usize,
     /// …or the loop asks for human review and pauses.
@@ -44,6 +54,8 @@ impl Default for CalibrationConfig {
             max_versions: 20,
             margin: 0.25,
             min_gain: 0.0,
+            max_accumulated_drop: 0.0,
+            max_accumulated_mae_rise: 0.0,
             review_window: 10,
             review_min_gain: 0.2,
             dispute_threshold: 0.25,
@@ -110,6 +122,12 @@ pub struct Decision {
     pub current_after: Alignment,
     /// The earlier case that got worse the most, and by how much.
     pub worst_regression: Option<(String, f64)>,
+    /// The live judge on the whole accumulated set.
+    #[serde(default)]
+    pub accumulated_before: Option<Alignment>,
+    /// The proposal on the whole accumulated set.
+    #[serde(default)]
+    pub accumulated_after: Option<Alignment>,
 }
 
 /// The accept rule.
@@ -134,6 +152,10 @@ pub fn decide(
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .filter(|(_, worse)| *worse > 0.0)
         .map(|(i, worse)| (set.cases[i].id.clone(), worse));
+    let all = set.all();
+    let accumulated_before = alignment(live, &human, &all);
+    let accumulated_after = alignment(candidate, &human, &all);
+    let drop = accumulated_before.pearson - accumulated_after.pearson;
     let gain = after.pearson - before.pearson;
     let (accepted, reason) = if gain <= config.min_gain {
         (
@@ -151,12 +173,33 @@ pub fn decide(
                 config.margin
             ),
         )
+    } else if drop > config.max_accumulated_drop {
+        (
+            false,
+            format!(
+                "Pearson on the accumulated set {:.3} → {:.3}: falls by more than {}",
+                accumulated_before.pearson, accumulated_after.pearson, config.max_accumulated_drop
+            ),
+        )
+    } else if accumulated_after.mae - accumulated_before.mae > config.max_accumulated_mae_rise {
+        (
+            false,
+            format!(
+                "MAE on the accumulated set {:.3} → {:.3}: rises by more than {}",
+                accumulated_before.mae, accumulated_after.mae, config.max_accumulated_mae_rise
+            ),
+        )
     } else {
         (
             true,
             format!(
-                "Pearson on the newest batch {:.3} → {:.3}, no earlier case worse by more than {}",
-                before.pearson, after.pearson, config.margin
+                "Pearson on the newest batch {:.3} → {:.3} (accumulated {:.3} → {:.3}), \
+                 no earlier case worse by more than {}",
+                before.pearson,
+                after.pearson,
+                accumulated_before.pearson,
+                accumulated_after.pearson,
+                config.margin
             ),
         )
     };
@@ -166,6 +209,8 @@ pub fn decide(
         current_before: before,
         current_after: after,
         worst_regression: worst,
+        accumulated_before: Some(accumulated_before),
+        accumulated_after: Some(accumulated_after),
     }
 }
 

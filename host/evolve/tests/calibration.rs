@@ -76,6 +76,77 @@ fn an_improving_revision_is_accepted_and_one_that_breaks_an_earlier_case_is_refu
     assert!(!decide(&config, &set(), &live, &live).accepted);
 }
 
+#[test]
+fn a_revision_that_wears_down_many_earlier_cases_within_the_margin_is_refused() {
+    // Twelve earlier cases the live judge gets right, three new ones it
+    // gets partly wrong.
+    let earlier: Vec<f64> = [0.0, 1.0].repeat(6);
+    let human: Vec<f64> = earlier.iter().copied().chain([0.0, 1.0, 0.5]).collect();
+    let set = LabelledSet {
+        cases: (0..human.len()).map(case).collect(),
+        labels: human
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| label(i, h))
+            .collect(),
+        current: vec![12, 13, 14],
+        earlier: (0..12).collect(),
+    };
+    let live: Vec<f64> = earlier.iter().copied().chain([0.2, 0.6, 0.7]).collect();
+    // Perfect on the newest batch; every earlier case worse by at most 0.24
+    // (inside the 0.25 margin), but together the accumulated Pearson falls.
+    let worn: Vec<f64> = [
+        0.24, 0.76, 0.24, 1.0, 0.0, 0.76, 0.24, 0.76, 0.0, 0.76, 0.24, 0.76,
+    ]
+    .into_iter()
+    .chain([0.0, 1.0, 0.5])
+    .collect();
+    let config = CalibrationConfig::default();
+    let refused = decide(&config, &set, &live, &worn);
+    assert!(refused.current_after.pearson > refused.current_before.pearson);
+    assert!(
+        refused
+            .worst_regression
+            .as_ref()
+            .is_some_and(|w| w.1 <= config.margin)
+    );
+    assert!(!refused.accepted);
+    assert!(refused.reason.contains("accumulated"), "{}", refused.reason);
+    let (before, after) = (
+        refused.accumulated_before.unwrap(),
+        refused.accumulated_after.unwrap(),
+    );
+    assert!(after.pearson < before.pearson);
+
+    // Allowed to fall by that much, the same revision goes live.
+    let tolerant = CalibrationConfig {
+        max_accumulated_drop: before.pearson - after.pearson + 1e-9,
+        max_accumulated_mae_rise: f64::INFINITY,
+        ..config.clone()
+    };
+    assert!(decide(&tolerant, &set, &live, &worn).accepted);
+}
+
+#[test]
+fn a_revision_that_ranks_better_but_scores_further_from_the_labels_is_refused() {
+    // Perfectly ordered on the newest batch and better ordered overall, but
+    // the newest totals are squeezed towards the top: the accumulated MAE
+    // rises.
+    let live = [0.0, 1.0, 0.5, 0.1, 0.9, 0.9];
+    let inflated = [0.0, 1.0, 0.5, 0.4, 0.9, 0.65];
+    let config = CalibrationConfig::default();
+    let refused = decide(&config, &set(), &live, &inflated);
+    assert!(refused.current_after.pearson > refused.current_before.pearson);
+    let (before, after) = (
+        refused.accumulated_before.unwrap(),
+        refused.accumulated_after.unwrap(),
+    );
+    assert!(after.pearson >= before.pearson);
+    assert!(after.mae > before.mae);
+    assert!(!refused.accepted);
+    assert!(refused.reason.contains("MAE"), "{}", refused.reason);
+}
+
 /// Proposes rules `{"k": n}` for n = 1, 2, …; a judge under rules n scores
 /// through `scores(n)`.
 struct Counting(usize);
