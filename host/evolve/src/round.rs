@@ -283,6 +283,7 @@ impl Evolve {
             prompts,
             evaluator,
             curriculum: None,
+            sft_targets: None,
             progress: Box::new(move |p| {
                 if let Progress::Step { step, .. } = p {
                     (progress.borrow_mut())(EvolveProgress::Step { step, total });

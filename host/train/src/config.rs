@@ -78,6 +78,11 @@ pub struct SftConfig {
     /// A curriculum plugin that keeps, drops or weights each SFT sample
     /// after the reward rubric judged its target; `None` keeps all.
     pub curriculum: Option<PluginSlot>,
+    /// Held-out evaluation every this many SFT steps, with a monitor
+    /// reading for the host's step hook (0 = only when SFT ends). For a
+    /// host whose rounds are SFT (the judge decides membership) and whose
+    /// trigger needs progress readings.
+    pub eval_every: usize,
 }
 
 impl Default for SftConfig {
@@ -92,6 +97,7 @@ impl Default for SftConfig {
             },
             noisy_target_share: 0.0,
             curriculum: None,
+            eval_every: 0,
         }
     }
 }
@@ -265,8 +271,9 @@ pub struct TrainConfig {
     /// copied into the new run (no tokenizer is trained, `vocab_size` is
     /// not used) and its
     /// `model.safetensors` are the starting weights, which `model` must
-    /// match. Needs `sft.steps = 0`; the KL reference (`beta > 0`) is then
-    /// this base model. A relative path is taken from the working
+    /// match. SFT steps, if any, continue from them; the KL reference
+    /// (`beta > 0`) is the model after those steps (the base itself when
+    /// `sft.steps = 0`). A relative path is taken from the working
     /// directory. `None`: a fresh model and tokenizer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub init_from: Option<PathBuf>,
@@ -364,16 +371,6 @@ impl TrainConfig {
             low.is_finite() && high.is_finite() && low < high,
             "reward.range must be two finite numbers, low < high",
         )?;
-        if let Some(base) = &self.init_from {
-            ensure(
-                self.sft.steps == 0,
-                &format!(
-                    "init_from ({}) starts from a finished run's weights: sft.steps must be 0, not {}",
-                    base.display(),
-                    self.sft.steps
-                ),
-            )?;
-        }
         Ok(())
     }
 

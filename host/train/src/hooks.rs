@@ -7,6 +7,7 @@
 use verifine_base::Provenance;
 
 pub use crate::prompt_pool::PromptPool;
+pub use crate::sft_targets::SftTargets;
 
 /// An error a host's hook reports; training adds where it happened.
 pub type HookError = Box<dyn std::error::Error + Send + Sync>;
@@ -56,8 +57,9 @@ pub struct StepBoundary {
     pub grpo_steps: usize,
     /// Steps of the whole run.
     pub total_steps: usize,
-    /// Set on the GRPO steps where a held-out evaluation ran (every
-    /// `eval_every` GRPO steps, and the last GRPO step of the run).
+    /// Set on the steps where a held-out evaluation ran: every
+    /// `eval_every` GRPO steps, the last GRPO step of the run, and every
+    /// `sft.eval_every` SFT steps.
     pub monitor: Option<Monitor>,
 }
 
@@ -72,7 +74,9 @@ pub struct Monitor {
     /// out-of-range total counts 0).
     pub heldout_score: f64,
     /// Mean GRPO training reward of the rollouts since the previous reading
-    /// (rollouts whose reward failed and abstained are left out).
+    /// (rollouts whose reward failed and abstained are left out). During
+    /// SFT, which has no rollouts, the training reward's mean over the
+    /// greedy held-out answers: how the reward sees the policy now.
     pub mean_reward: f64,
 }
 
@@ -209,6 +213,11 @@ pub struct Host {
     pub evaluator: Option<Box<dyn RewardFunction>>,
     /// The SFT curriculum, when one is configured.
     pub curriculum: Option<Box<dyn SftCurriculum>>,
+    /// SFT targets the host chose (with the judge's membership decisions),
+    /// trained on instead of the generated training problems; not together
+    /// with `curriculum`. Checkpoints record their fingerprint and a resume
+    /// with other targets is refused.
+    pub sft_targets: Option<SftTargets>,
     /// Told about progress (a terminal bar, a log, nothing).
     pub progress: Box<dyn FnMut(Progress)>,
 }

@@ -25,6 +25,7 @@ pub mod rollout;
 pub mod run;
 pub mod sequences;
 pub mod sft_data;
+pub mod sft_targets;
 pub mod task;
 pub mod tokenizer;
 

@@ -51,11 +51,7 @@ impl PromptPool {
     /// and weights, in order): checkpoints record it, and a resume with a
     /// different pool is refused.
     pub fn fingerprint(&self) -> String {
-        let bytes = serde_json::to_vec(self).expect("a prompt pool serializes");
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        fingerprint_of(self)
     }
 
     /// The index of one problem, drawn with probability proportional to its
@@ -78,6 +74,16 @@ impl PromptPool {
         // Rounding can put x at the very top of the range.
         last_positive
     }
+}
+
+/// sha256 (hex) of a value's JSON serialization: what checkpoints record
+/// of the host's inputs, so a resume with different ones is refused.
+pub(crate) fn fingerprint_of<T: Serialize>(value: &T) -> String {
+    let bytes = serde_json::to_vec(value).expect("host inputs serialize to JSON");
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@ const BATCH: usize = 256;
 /// One trainable sample and how often it is drawn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SftItem {
-    /// Index into the training problems.
+    /// Index into the problems SFT trains on (the generated training set, or
+    /// the host's [`crate::sft_targets::SftTargets`]).
     pub problem: usize,
     /// The answer turn trained on.
     pub target: String,
@@ -125,13 +126,19 @@ impl SftPool {
         Self::from_items(items, Some(provenance))
     }
 
+    /// A pool of the host's candidates, decided already
+    /// ([`crate::sft_targets::SftTargets`]).
+    pub fn from_targets(items: Vec<SftItem>) -> Result<Self> {
+        Self::from_items(items, None)
+    }
+
     fn from_items(items: Vec<SftItem>, curriculum: Option<Provenance>) -> Result<Self> {
         let kept: Vec<usize> = (0..items.len())
             .filter(|&i| items[i].weight.is_some())
             .collect();
         ensure!(
             !kept.is_empty(),
-            "the SFT curriculum dropped all {} samples",
+            "every one of the {} SFT samples was dropped",
             items.len()
         );
         let mut total = 0.0;

@@ -1,7 +1,8 @@
 //! What a co-evolution loop needs of training, with plain Rust rewards:
-//! starting from a base run (`init_from`), a weighted GRPO prompt pool, a
-//! fixed evaluator for held-out accuracy, monitor readings at step
-//! boundaries, the held-out answers file and a saved policy answering.
+//! starting from a base run (`init_from`), a weighted GRPO prompt pool, SFT
+//! on the host's targets, a fixed evaluator for held-out accuracy, monitor
+//! readings at step boundaries (GRPO and SFT), the held-out answers file
+//! and a saved policy answering.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -11,9 +12,10 @@ use verifine_base::{Provenance, read_jsonl};
 use verifine_train::config::{GrpoPhase, SftConfig};
 use verifine_train::hooks::{
     Answer, BoundaryOutcome, Fixed, HookError, Host, Monitor, PromptPool, Reward, RewardFunction,
-    StepBoundary, StepHook,
+    SftTargets, StepBoundary, StepHook,
 };
 use verifine_train::rollout::Sampling;
+use verifine_train::sft_data::SftItem;
 use verifine_train::task::{Problem, splits};
 use verifine_train::{HeldoutAnswer, Policy, TrainConfig, resume, train};
 
@@ -107,6 +109,7 @@ fn host(reward: impl RewardFunction + StepHook + 'static) -> Host {
         prompts: None,
         evaluator: None,
         curriculum: None,
+        sft_targets: None,
         progress: Box::new(|_| {}),
     }
 }
@@ -184,7 +187,7 @@ fn a_run_from_a_base_starts_from_its_weights_and_tokenizer() {
 }
 
 #[test]
-fn a_base_of_another_size_or_sft_steps_with_a_base_are_refused() {
+fn a_base_of_another_size_is_refused() {
     let dir = scratch("init-from-bad");
     let base = dir.join("base");
     base_run(&base);
@@ -207,20 +210,6 @@ fn a_base_of_another_size_or_sft_steps_with_a_base_are_refused() {
     let policy = Policy::load(&base, &config.model).unwrap_err().to_string();
     assert!(policy.contains("hidden_size 32"), "{policy}");
 
-    let mut config = from_base(&base);
-    config.sft.steps = 2;
-    let err = train(
-        &config,
-        "",
-        &dir.join("sft"),
-        host(Fixed(Constant::new(0.0))),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        err.contains("sft.steps") && err.contains("init_from"),
-        "{err}"
-    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -457,5 +446,104 @@ fn a_saved_policy_answers_copies_per_problem_as_the_run_evaluated() {
             .unwrap()
             .is_empty()
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Three training-distribution problems: the first and last kept (the last
+/// twice as often), the middle one dropped.
+fn host_targets(weights: [Option<f64>; 3]) -> SftTargets {
+    let (problems, _) = splits(5, 3, 0, &TrainConfig::default().task);
+    let items = problems
+        .iter()
+        .zip(weights)
+        .enumerate()
+        .map(|(i, (p, weight))| SftItem {
+            problem: i,
+            target: p.solution.clone(),
+            noisy: false,
+            judge_score: Some(0.9),
+            weight,
+            reason: format!("decided by the host ({i})"),
+        })
+        .collect();
+    SftTargets { problems, items }
+}
+
+#[test]
+fn an_sft_round_trains_on_the_hosts_targets_from_a_base_with_monitor_readings() {
+    let dir = scratch("sft-round");
+    let base = dir.join("base");
+    base_run(&base);
+    let mut config = from_base(&base);
+    config.sft.steps = 4;
+    config.sft.eval_every = 2;
+    config.grpo.steps = 0;
+    let readings = Readings::default();
+    let with = |targets: SftTargets, readings: &Readings| Host {
+        evaluator: Some(Box::new(EvenProblems)),
+        sft_targets: Some(targets),
+        ..host(Watching {
+            reward: Constant::new(0.25),
+            readings: readings.clone(),
+        })
+    };
+    let targets = host_targets([Some(1.0), None, Some(2.0)]);
+    let round = dir.join("round");
+    let summary = train(&config, "", &round, with(targets.clone(), &readings)).unwrap();
+    assert_eq!((summary.sft_samples, summary.sft_samples_kept), (3, 2));
+    let selection: Vec<SftItem> = read_jsonl(&round.join("sft_selection.jsonl")).unwrap();
+    assert_eq!(selection, targets.items);
+    assert_ne!(
+        std::fs::read(round.join("model.safetensors")).unwrap(),
+        std::fs::read(base.join("model.safetensors")).unwrap(),
+        "SFT steps continue from the base"
+    );
+
+    // A reading every two SFT steps: the evaluator's accuracy, and the
+    // training reward over the same held-out answers.
+    let expected = Monitor {
+        heldout_accuracy: 0.5,
+        heldout_score: 0.5,
+        mean_reward: 0.25,
+    };
+    let got: Vec<(usize, Option<Monitor>)> = readings.borrow().clone();
+    assert_eq!(
+        got,
+        [
+            (1, None),
+            (2, Some(expected)),
+            (3, None),
+            (4, Some(expected))
+        ]
+    );
+    // Evaluated at steps 2 and 4, logged once each (the end of SFT reuses
+    // the boundary's line).
+    let evals: Vec<u64> = std::fs::read_to_string(round.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["phase"] == "eval")
+        .map(|v| v["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(evals, [2, 4]);
+
+    // The targets are part of what a resume must match.
+    let other = host_targets([Some(1.0), Some(1.0), Some(2.0)]);
+    let err = resume(&round, with(other, &Readings::default()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("SFT targets"), "{err}");
+    resume(&round, with(targets, &Readings::default())).unwrap();
+
+    // Targets that drop everything are refused before training.
+    let err = train(
+        &config,
+        "",
+        &dir.join("none-kept"),
+        with(host_targets([None, None, None]), &readings),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("none of the 3"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

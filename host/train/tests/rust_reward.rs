@@ -66,6 +66,7 @@ fn host(
         prompts: None,
         evaluator: None,
         curriculum: None,
+        sft_targets: None,
         progress,
     }
 }

@@ -80,6 +80,7 @@ fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) 
         prompts: None,
         evaluator: None,
         curriculum: curriculum.map(|c| Box::new(c) as _),
+        sft_targets: None,
         progress,
     })
 }

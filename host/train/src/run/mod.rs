@@ -87,6 +87,9 @@ struct RunState {
     /// The fingerprint of the host's GRPO prompt pool, if it gave one.
     #[serde(default)]
     prompt_pool: Option<String>,
+    /// The fingerprint of the host's SFT targets, if it gave them.
+    #[serde(default)]
+    sft_targets: Option<String>,
     /// GRPO rewards since the last monitor reading.
     #[serde(default)]
     rewards_since: RewardTally,
@@ -159,6 +162,8 @@ struct Run {
     reference: Option<Decoder>,
     tokenizer: ChatTokenizer,
     train_set: Vec<Problem>,
+    /// The problems SFT targets answer: the training set, or the host's.
+    sft_problems: Vec<Problem>,
     heldout: Vec<Problem>,
     pool: SftPool,
     host: Host,
@@ -174,6 +179,8 @@ struct Run {
     resumed_from: Option<usize>,
     /// The fingerprint of the host's prompt pool.
     prompt_pool: Option<String>,
+    /// The fingerprint of the host's SFT targets.
+    sft_targets: Option<String>,
     rewards_since: RewardTally,
     /// The final evaluation, when it ran at the last step boundary.
     final_eval: Option<Evaluated>,
@@ -256,6 +263,13 @@ impl Run {
             state.prompt_pool.as_deref().unwrap_or("none (no pool)"),
             run.prompt_pool.as_deref().unwrap_or("none (no pool)")
         );
+        ensure!(
+            run.sft_targets == state.sft_targets,
+            "the host's SFT targets changed since the checkpoint: their fingerprint was {}, now {}; \
+             an exact resume needs the same targets",
+            state.sft_targets.as_deref().unwrap_or("none"),
+            run.sft_targets.as_deref().unwrap_or("none")
+        );
         run.host
             .reward
             .restore(&state.live, state.step)
@@ -310,16 +324,31 @@ impl Run {
             &varmap,
             &device,
         )?;
-        let pool = SftPool::build(
-            &train_set,
-            config.sft.noisy_target_share,
-            host.curriculum
-                .as_mut()
-                .map(|c| c.as_mut() as &mut dyn SftCurriculum),
-            host.reward.as_mut(),
-            &config.reward,
-            config.seed,
-        )?;
+        let (pool, sft_problems, sft_targets) = match host.sft_targets.take() {
+            Some(targets) => {
+                ensure!(
+                    host.curriculum.is_none(),
+                    "the host gave both SFT targets and an SFT curriculum; the targets carry their own decisions"
+                );
+                targets.validate()?;
+                let fingerprint = targets.fingerprint();
+                let pool = SftPool::from_targets(targets.items)?;
+                (pool, targets.problems, Some(fingerprint))
+            }
+            None => {
+                let pool = SftPool::build(
+                    &train_set,
+                    config.sft.noisy_target_share,
+                    host.curriculum
+                        .as_mut()
+                        .map(|c| c.as_mut() as &mut dyn SftCurriculum),
+                    host.reward.as_mut(),
+                    &config.reward,
+                    config.seed,
+                )?;
+                (pool, train_set.clone(), None)
+            }
+        };
         write_jsonl(&run_dir.join("sft_selection.jsonl"), &pool.items)?;
         let optimizer = AdamW::new(sorted_vars(&varmap), config.sft.optim.clone())?;
         let rng = SplitMix64::new(config.seed ^ 0xA11CE);
@@ -331,6 +360,7 @@ impl Run {
             reference: None,
             tokenizer,
             train_set,
+            sft_problems,
             heldout,
             pool,
             host,
@@ -345,6 +375,7 @@ impl Run {
             started: Instant::now(),
             resumed_from: None,
             prompt_pool,
+            sft_targets,
             rewards_since: RewardTally::default(),
             final_eval: None,
             final_logged: false,
@@ -414,7 +445,15 @@ impl Run {
     /// the GRPO optimizer.
     fn finish_sft(&mut self) -> Result<()> {
         let eval = self.evaluate(true)?.evaluation;
-        self.log_eval(eval)?;
+        // Logged at the last SFT step's boundary already, unless this
+        // evaluation measures more (final verification, pass@k).
+        let logged =
+            self.sft_evaluates_at(self.step) && eval.fv.is_none() && eval.pass_at_k.is_none();
+        if !logged {
+            self.log_eval(eval)?;
+        }
+        // Without GRPO this is also the final evaluation: one line, not two.
+        self.final_logged = self.config.grpo.steps == 0;
         self.accuracy_sft = Some(eval);
         if self.config.grpo.objective.beta > 0.0 {
             save_weights(&self.varmap, &self.run_dir.join("reference.safetensors"))?;
@@ -454,6 +493,7 @@ impl Run {
             curriculum: self.pool.curriculum.clone(),
             live: self.host.reward.state(),
             prompt_pool: self.prompt_pool.clone(),
+            sft_targets: self.sft_targets.clone(),
             rewards_since: self.rewards_since.clone(),
             final_logged: self.final_logged,
         };

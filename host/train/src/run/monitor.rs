@@ -1,9 +1,10 @@
-//! Held-out evaluations at GRPO step boundaries, and the [`Monitor`]
-//! reading each one gives the host's step hook.
+//! Held-out evaluations at step boundaries (GRPO, and SFT when
+//! `sft.eval_every` is set), and the [`Monitor`] reading each one gives the
+//! host's step hook.
 
 use super::Run;
 use crate::error::Result;
-use crate::hooks::Monitor;
+use crate::hooks::{Answer, Monitor};
 use serde::{Deserialize, Serialize};
 
 /// GRPO training rewards since the last monitor reading (checkpointed, so a
@@ -30,14 +31,15 @@ impl RewardTally {
 }
 
 impl Run {
-    /// After a GRPO step: the held-out evaluation due now, if any (every
-    /// `eval_every` GRPO steps, and at the last step, where it is the final
-    /// evaluation the outputs use), logged, and its reading.
+    /// After a step: the held-out evaluation due now, if any, logged, and
+    /// its reading. In GRPO every `eval_every` steps and at the last step,
+    /// where it is the final evaluation the outputs use; in SFT every
+    /// `sft.eval_every` steps.
     pub(super) fn evaluate_at_boundary(&mut self) -> Result<Option<Monitor>> {
-        let total = self.config.total_steps();
         if self.step <= self.config.sft.steps {
-            return Ok(None);
+            return self.evaluate_in_sft();
         }
+        let total = self.config.total_steps();
         let grpo_done = self.step - self.config.sft.steps;
         let every = self.config.eval_every;
         let last = self.step == total;
@@ -57,5 +59,46 @@ impl Run {
             self.final_eval = Some(evaluated);
         }
         Ok(Some(monitor))
+    }
+
+    /// Whether an SFT-phase evaluation runs (and is logged) after `step`.
+    pub(super) fn sft_evaluates_at(&self, step: usize) -> bool {
+        let every = self.config.sft.eval_every;
+        every > 0 && step > 0 && step <= self.config.sft.steps && step.is_multiple_of(every)
+    }
+
+    /// During SFT, which has no rollouts to reward: the training reward
+    /// scores the greedy held-out answers, so a host's hook sees the reward
+    /// and the evaluator on the same answers.
+    fn evaluate_in_sft(&mut self) -> Result<Option<Monitor>> {
+        if !self.sft_evaluates_at(self.step) {
+            return Ok(None);
+        }
+        let evaluated = self.evaluate(false)?;
+        self.log_eval(evaluated.evaluation)?;
+        let answers: Vec<Answer> = evaluated
+            .answers
+            .iter()
+            .map(|a| Answer {
+                id: a.id.clone(),
+                prompt: a.prompt.clone(),
+                response: a.response.clone(),
+                reference: Some(a.reference.clone()),
+            })
+            .collect();
+        let mut tally = RewardTally::default();
+        let admitted: Vec<f64> = self
+            .host
+            .reward
+            .score(self.step, &answers)
+            .iter()
+            .filter_map(|r| self.config.reward.admit(r.total))
+            .collect();
+        tally.add(&admitted);
+        Ok(Some(Monitor {
+            heldout_accuracy: evaluated.evaluation.pr,
+            heldout_score: evaluated.score,
+            mean_reward: tally.take_mean(),
+        }))
     }
 }

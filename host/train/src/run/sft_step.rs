@@ -13,7 +13,7 @@ impl Run {
         let sequences = (0..self.config.sft.batch_size)
             .map(|_| {
                 let item = self.pool.draw(&mut self.rng);
-                let problem = &self.train_set[item.problem];
+                let problem = &self.sft_problems[item.problem];
                 sft_sequence(
                     problem,
                     &item.target,
