@@ -8,6 +8,7 @@ use crate::annotator::AnnotatorConfig;
 use crate::calibration::CalibrationConfig;
 use crate::command_agent::AgentConfig;
 use crate::error::{EvolveError, Result};
+use crate::membership::MembershipConfig;
 use crate::queries::QueryConfig;
 use serde::{Deserialize, Serialize};
 use verifine_base::PluginSlot;
@@ -20,8 +21,8 @@ use verifine_train::TrainConfig;
 pub enum RoundMode {
     /// GRPO with the judge's total as the reward.
     Grpo,
-    /// SFT in which the judge only decides which targets are kept
-    /// (VeriFine's navigation setting). Not implemented yet: refused at load.
+    /// SFT from the base in which the judge only decides which candidates
+    /// are trained on (VeriFine's navigation setting; `[membership]`).
     SftMembership,
 }
 
@@ -42,9 +43,10 @@ pub enum Labeller {
 pub struct EvolveConfig {
     /// Judge-revised rounds after the initial-judge round (R1, R2 …).
     pub rounds: u32,
-    /// GRPO steps of every round (the fixed budget).
+    /// Steps of every round (the fixed budget): GRPO steps, or SFT steps
+    /// in `sft-membership` mode.
     pub round_steps: usize,
-    /// Monitoring (held-out evaluation + trigger) every this many GRPO steps.
+    /// Monitoring (held-out evaluation + trigger) every this many round steps.
     pub check_every: usize,
     /// How rounds optimise.
     pub mode: RoundMode,
@@ -82,6 +84,8 @@ pub struct EvolveConfig {
     pub queries: QueryConfig,
     /// The simulated annotator.
     pub annotator: AnnotatorConfig,
+    /// How the judge decides SFT membership (`sft-membership` mode).
+    pub membership: MembershipConfig,
     /// The accept rule and calibration limits.
     pub calibration: CalibrationConfig,
     /// The revision agent (default: the built-in rule search).
@@ -113,6 +117,7 @@ impl Default for EvolveConfig {
             trigger: PluginSlot::new("plateau-trigger"),
             queries: QueryConfig::default(),
             annotator: AnnotatorConfig::default(),
+            membership: MembershipConfig::default(),
             calibration: CalibrationConfig::default(),
             agent: AgentConfig::default(),
             limits: Limits::default(),
@@ -135,8 +140,11 @@ impl EvolveConfig {
     /// Refuses settings the loop cannot run with.
     pub fn validate(&self) -> Result<()> {
         let fail = |m: String| Err(EvolveError::Invalid(format!("evolve config: {m}")));
-        if self.mode == RoundMode::SftMembership {
-            return fail("mode = \"sft-membership\" is not implemented yet; use \"grpo\"".into());
+        if !(0.0..=1.0).contains(&self.membership.min_score) {
+            return fail(format!(
+                "membership.min_score {} is outside [0, 1] (judge totals are)",
+                self.membership.min_score
+            ));
         }
         if self.round_steps == 0 || self.check_every == 0 {
             return fail("round_steps and check_every must be at least 1".into());

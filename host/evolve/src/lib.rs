@@ -21,6 +21,7 @@ pub mod failures;
 pub mod judge;
 pub mod judge_loop;
 pub mod labels;
+pub mod membership;
 pub mod plot;
 pub mod queries;
 pub mod queue;

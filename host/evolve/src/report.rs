@@ -9,9 +9,11 @@
 use crate::annotator::true_quality;
 use crate::calibration::{Alignment, alignment, totals};
 use crate::cases::Case;
+use crate::config::RoundMode;
 use crate::error::{EvolveError, Result};
 use crate::judge_loop::{LoopRecord, TestCase};
 use crate::labels::LabelStore;
+use crate::membership::MembershipTally;
 use crate::round::{heldout_answers, read_optional};
 use crate::run::{Evolve, Task, plan};
 use serde::{Deserialize, Serialize};
@@ -45,6 +47,9 @@ pub struct Row {
     pub judge_revision: Option<u32>,
     /// Whether the trigger fired during the row's round.
     pub trigger_fired: Option<bool>,
+    /// In `sft-membership` mode, what the judge let into the round's SFT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub membership: Option<MembershipTally>,
 }
 
 /// A judge revision's agreement with people.
@@ -56,10 +61,11 @@ pub struct JudgeRow {
     pub pearson_test: f64,
     /// MAE against the frozen test labels.
     pub mae_test: f64,
-    /// Pearson on the accumulated judge evaluation set at the end.
-    pub pearson_accumulated: f64,
+    /// Pearson on the accumulated judge evaluation set at the end (`None`
+    /// when no judge loop labelled anything).
+    pub pearson_accumulated: Option<f64>,
     /// MAE on it.
-    pub mae_accumulated: f64,
+    pub mae_accumulated: Option<f64>,
     /// Where the revision came from.
     pub origin: String,
 }
@@ -149,6 +155,13 @@ fn summarize(run: &Evolve) -> Result<Summary> {
             })
             .count() as f64
             / answers.len().max(1) as f64;
+        let membership = if run.config.mode == RoundMode::SftMembership && name != "base" {
+            let items: Vec<verifine_train::sft_data::SftItem> =
+                read_jsonl(&dir.join("sft_selection.jsonl"))?;
+            Some(MembershipTally::of(&items))
+        } else {
+            None
+        };
         let ((rb, rb_ci), (rf, rf_ci), (accuracy, accuracy_ci)) =
             (interval(&rb), interval(&rf), interval(&accuracy));
         rows.push(Row {
@@ -162,6 +175,7 @@ fn summarize(run: &Evolve) -> Result<Summary> {
             accuracy,
             accuracy_ci,
             valid_ungrounded: blind_spot,
+            membership,
         });
     }
     let test: Vec<TestCase> = read_jsonl(&run.judge_dir().join("test.jsonl"))?;
@@ -186,8 +200,8 @@ fn summarize(run: &Evolve) -> Result<Summary> {
             revision: revision.number,
             pearson_test: on_test.pearson,
             mae_test: on_test.mae,
-            pearson_accumulated: on_set.pearson,
-            mae_accumulated: on_set.mae,
+            pearson_accumulated: (on_set.n > 0).then_some(on_set.pearson),
+            mae_accumulated: (on_set.n > 0).then_some(on_set.mae),
             origin: revision.origin.clone(),
         });
     }
@@ -219,18 +233,42 @@ fn markdown(summary: &Summary) -> String {
                 .map_or("—", |f| if f { "yes" } else { "no" }),
         );
     }
+    let members: Vec<(&str, MembershipTally)> = summary
+        .rows
+        .iter()
+        .filter_map(|r| r.membership.map(|m| (r.name.as_str(), m)))
+        .collect();
+    if !members.is_empty() {
+        out.push_str("\n## SFT membership\n\nWhat each round's judge let into its SFT data: the pool's targets and the \
+                      policy's sampled answers, kept when the judge's total reaches `min_score`; wrong and right by \
+                      the fixed evaluator (for the record only).\n\n");
+        out.push_str("| row | candidates | kept | kept but wrong | dropped but right |\n|---|---|---|---|---|\n");
+        for (name, m) in members {
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {} | {} ({:.1}%) | {} |",
+                m.candidates,
+                m.kept,
+                m.kept_wrong,
+                100.0 * m.kept_wrong as f64 / m.kept.max(1) as f64,
+                m.dropped_right
+            );
+        }
+    }
     out.push_str("\n## Judge alignment per revision\n\nAgainst the frozen test labels (an independent annotator, never used \
                   to accept anything) and the accumulated judge evaluation set.\n\n");
     out.push_str("| revision | Pearson (test) | MAE (test) | Pearson (accumulated) | MAE (accumulated) | origin |\n|---|---|---|---|---|---|\n");
     for j in &summary.judge {
         let _ = writeln!(
             out,
-            "| r{} | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
+            "| r{} | {:.3} | {:.3} | {} | {} | {} |",
             j.revision,
             j.pearson_test,
             j.mae_test,
-            j.pearson_accumulated,
-            j.mae_accumulated,
+            j.pearson_accumulated
+                .map_or("—".to_string(), |v| format!("{v:.3}")),
+            j.mae_accumulated
+                .map_or("—".to_string(), |v| format!("{v:.3}")),
             j.origin
         );
     }

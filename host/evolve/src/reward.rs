@@ -136,7 +136,9 @@ impl StepHook for RoundReward {
         let Some(monitor) = boundary.monitor else {
             return Ok(BoundaryOutcome::default());
         };
-        let step = boundary.grpo_steps as u64;
+        // The round's own steps (GRPO, or SFT in membership mode): a round
+        // starts from the base, so no steps came before.
+        let step = boundary.step as u64;
         let mut history: Vec<MonitorPoint> = self
             .log
             .borrow()

@@ -5,6 +5,7 @@
 //! progress measure.
 
 use crate::cases::Case;
+use crate::config::RoundMode;
 use crate::curriculum::{PoolDecision, PoolItem, assess, pool};
 use crate::error::Result;
 use crate::failures::discover;
@@ -36,28 +37,43 @@ impl Evolve {
         Ok(())
     }
 
-    /// A policy round: a fresh policy from the base, `round_steps` GRPO
-    /// steps on the pool drawn by the curriculum's weights (uniform when
-    /// not `guided`), the live judge as the reward.
+    /// A policy round: a fresh policy from the base and `round_steps` steps
+    /// on the pool, weighted by the curriculum (uniformly when not
+    /// `guided`), with the live judge deciding: as the GRPO reward, or, in
+    /// `sft-membership` mode, as the judge of which SFT candidates are kept.
     pub(crate) fn round(&mut self, name: &str, round: u32, guided: bool) -> Result<()> {
         let items = self.pool();
-        let weights = if guided {
+        let membership = self.config.mode == RoundMode::SftMembership;
+        let answers = if guided || membership {
+            self.pool_answers(&items, round)?
+        } else {
+            Vec::new()
+        };
+        let weights: Vec<f64> = if guided {
             self.discover_failures(round)?;
-            let decisions = self.assess_pool(&items, round)?;
+            let decisions = self.assess_pool(&items, &answers, round)?;
             decisions.iter().map(|d| d.weight).collect()
         } else {
             vec![1.0; items.len()]
         };
-        let prompts = PromptPool {
-            problems: items.into_iter().map(|i| i.problem).collect(),
-            weights,
-        };
         let mut config = self.config.train.clone();
-        config.sft.steps = 0;
         config.init_from = Some(self.base_dir());
-        config.grpo.steps = self.config.round_steps;
-        config.eval_every = self.config.check_every;
         config.pass_at_k = 0;
+        let (prompts, sft_targets) = if membership {
+            config.sft.steps = self.config.round_steps;
+            config.sft.eval_every = self.config.check_every;
+            config.grpo.steps = 0;
+            (None, Some(self.membership(&items, &answers, &weights)?))
+        } else {
+            config.sft.steps = 0;
+            config.grpo.steps = self.config.round_steps;
+            config.eval_every = self.config.check_every;
+            let prompts = PromptPool {
+                problems: items.into_iter().map(|i| i.problem).collect(),
+                weights,
+            };
+            (Some(prompts), None)
+        };
         let log = MonitorLog::default();
         let judge = PluginsReward::new(
             &self.judge.plugins(&self.state.live),
@@ -71,12 +87,13 @@ impl Evolve {
             log.clone(),
         );
         let evaluator = PluginsReward::new(&self.evaluator, None)?;
-        let host = self.host(
+        let mut host = self.host(
             Box::new(reward),
-            Some(prompts),
+            prompts,
             Some(Box::new(evaluator)),
             config.total_steps(),
         );
+        host.sft_targets = sft_targets;
         let dir = self.row_dir(name);
         train_or_resume(&config, &dir, host)?;
         let records = log.borrow().clone();
@@ -232,20 +249,31 @@ impl Evolve {
         Ok(write_jsonl(&path, &lines)?)
     }
 
-    /// The curriculum over the pool with the newest policy and live judge;
-    /// decisions (and what changed since the last assessment) are logged.
-    fn assess_pool(&mut self, items: &[PoolItem], round: u32) -> Result<Vec<PoolDecision>> {
+    /// The newest policy's sampled answers to the pool (`pool_samples`
+    /// each), the same for every use within a round.
+    fn pool_answers(&self, items: &[PoolItem], round: u32) -> Result<Vec<Vec<String>>> {
         let problems: Vec<Problem> = items.iter().map(|i| i.problem.clone()).collect();
-        let answers = self.newest_answers(
+        self.newest_answers(
             &problems,
             self.config.pool_samples,
             (u64::from(round) << 8) | 1,
-        )?;
+        )
+    }
+
+    /// The curriculum over the pool with the newest policy's `answers` and
+    /// the live judge; decisions (and what changed since the last
+    /// assessment) are logged.
+    fn assess_pool(
+        &mut self,
+        items: &[PoolItem],
+        answers: &[Vec<String>],
+        round: u32,
+    ) -> Result<Vec<PoolDecision>> {
         let decisions = assess(
             &self.judge,
             &self.state.live,
             items,
-            &answers,
+            answers,
             &self.curriculum,
             &self.config.curriculum.config_json(),
             round,

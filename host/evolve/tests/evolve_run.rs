@@ -242,3 +242,74 @@ fn with_a_human_labeller_the_loop_stops_for_labels_and_resumes_after_import() {
     assert_eq!(summary.rows.len(), 4);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn in_sft_membership_mode_rounds_train_only_on_what_the_judge_keeps() {
+    use verifine_evolve::config::RoundMode;
+    use verifine_train::sft_data::SftItem;
+    let shipped =
+        EvolveConfig::parse(include_str!("../../../examples/evolve/sft-membership.toml")).unwrap();
+    assert_eq!(shipped.mode, RoundMode::SftMembership);
+    let bad = include_str!("../../../examples/evolve/sft-membership.toml")
+        .replace("min_score = 0.9", "min_score = 1.5");
+    let err = EvolveConfig::parse(&bad).unwrap_err().to_string();
+    assert!(err.contains("membership.min_score 1.5"), "{err}");
+
+    let mut config = tiny(100);
+    config.mode = RoundMode::SftMembership;
+    config.membership.min_score = 0.9;
+    let dir = scratch("membership");
+    let summary = start(config, &dir, Box::new(|_| {})).unwrap();
+    let names: Vec<&str> = summary.rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["base", "random-initial", "guided-initial", "R1"]);
+    assert!(summary.rows[0].membership.is_none());
+    // SFT steps feed the trigger as GRPO steps do: it fires on the stall.
+    assert!(summary.loops[0].ran, "{:?}", summary.loops);
+    for row in &summary.rows[1..] {
+        let tally = row.membership.expect("an SFT round's membership");
+        // 16 pool problems: each target and one sampled answer.
+        assert_eq!(tally.candidates, 32, "{row:?}");
+        let run = dir.join("rows").join(&row.name);
+        let items: Vec<SftItem> =
+            verifine_base::read_jsonl(&run.join("sft_selection.jsonl")).unwrap();
+        assert_eq!(
+            items.iter().filter(|i| i.weight.is_some()).count(),
+            tally.kept
+        );
+        for item in &items {
+            let score = item.judge_score.unwrap();
+            if item.weight.is_some() {
+                assert!(score >= 0.9, "{item:?}");
+            } else {
+                assert!(
+                    score < 0.9 || item.reason.contains("curriculum"),
+                    "{item:?}"
+                );
+            }
+        }
+        // SFT steps only, evaluated every check_every steps.
+        let lines: Vec<serde_json::Value> =
+            verifine_base::read_jsonl(&run.join("metrics.jsonl")).unwrap();
+        let phases: Vec<(String, u64)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["phase"].as_str().unwrap().to_string(),
+                    l["step"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert!(
+            phases.iter().all(|(p, _)| p == "sft" || p == "eval"),
+            "{phases:?}"
+        );
+        let evals: Vec<u64> = phases
+            .iter()
+            .filter(|(p, _)| p == "eval")
+            .map(|(_, s)| *s)
+            .collect();
+        assert_eq!(evals, [2, 4]);
+    }
+    assert!(read(&dir.join("report.md")).contains("## SFT membership"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
