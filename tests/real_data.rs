@@ -98,21 +98,9 @@ fn healthbench_examples_score_with_verdicts_in_context() {
             .map(|(p, _)| p)
             .sum();
         expected.push((positive > 0.0).then(|| met / positive));
-        let conversation: Vec<String> = row["prompt"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|turn| {
-                format!(
-                    "{}: {}",
-                    turn["role"].as_str().unwrap(),
-                    turn["content"].as_str().unwrap()
-                )
-            })
-            .collect();
         inputs.push(json!({
             "id": row["prompt_id"],
-            "prompt": conversation.join("\n"),
+            "prompt": conversation(&row),
             "response": format!("(response {line})"),
             "context": {"rubrics": rubrics, "verdicts": verdicts, "example_tags": row["example_tags"]},
         }));
@@ -128,17 +116,118 @@ fn healthbench_examples_score_with_verdicts_in_context() {
     })
     .unwrap();
     assert_eq!(summary.errors, 0);
-    let rows: Vec<OutputRow> = read_rows(&output);
-    for (row, expected) in rows.iter().zip(&expected) {
+    for row in assert_totals(&output, &expected) {
+        assert_eq!(row.criteria.len(), row.verdicts.len());
+    }
+    let mean = summary.mean.unwrap();
+    assert_eq!(summary.mean_clipped, Some(mean.clamp(0.0, 1.0)));
+    assert!(summary.bootstrap_std.unwrap() > 0.0);
+}
+
+/// Checks each scored row's total against the expected one (`None`:
+/// undefined) and returns the rows.
+fn assert_totals(output: &std::path::Path, expected: &[Option<f64>]) -> Vec<OutputRow> {
+    let rows: Vec<OutputRow> = read_rows(output);
+    assert_eq!(rows.len(), expected.len());
+    for (row, expected) in rows.iter().zip(expected) {
         match (row.total, expected) {
             (Some(total), Some(e)) => {
                 assert!((total - e).abs() < 1e-9, "{}: {total} vs {e}", row.id)
             }
             (total, e) => assert_eq!(total, *e, "{}", row.id),
         }
-        assert_eq!(row.criteria.len(), row.verdicts.len());
     }
-    let mean = summary.mean.unwrap();
-    assert_eq!(summary.mean_clipped, Some(mean.clamp(0.0, 1.0)));
-    assert!(summary.bootstrap_std.unwrap() > 0.0);
+    rows
+}
+
+/// A HealthBench example's conversation as one prompt ("role: content" lines).
+fn conversation(row: &Value) -> String {
+    row["prompt"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| {
+            format!(
+                "{}: {}",
+                turn["role"].as_str().unwrap(),
+                turn["content"].as_str().unwrap()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// With no verdicts in the data, `healthbench` asks the configured judge
+/// model once per rubric item; the totals follow the judge's answers and
+/// the summary carries what the judge cost.
+#[test]
+fn healthbench_examples_score_through_a_judge_model_with_cost() {
+    use verifine_judge::scripted_server::{completion, serve};
+    let dir = scratch_dir("healthbench-judge");
+    // The judge says YES when the rubric item has an even number of characters.
+    let met = |criterion: &str| criterion.chars().count() % 2 == 0;
+    let server = serve(move |_, body| {
+        let question = body["messages"][1]["content"].as_str().unwrap_or_default();
+        let item = question.split("Rubric item: ").nth(1).unwrap_or_default();
+        let item = item
+            .split("\nDoes the response meet")
+            .next()
+            .unwrap_or_default();
+        completion(if met(item) { "YES" } else { "NO" })
+    });
+    let source = std::fs::read_to_string(shared_data("healthbench/examples.jsonl")).unwrap();
+    let mut inputs = Vec::new();
+    let mut expected = Vec::new();
+    let mut items = 0;
+    for text in source.lines() {
+        let row: Value = serde_json::from_str(text).unwrap();
+        let rubrics = row["rubrics"].as_array().unwrap();
+        items += rubrics.len();
+        let (mut achieved, mut positive) = (0.0, 0.0);
+        for r in rubrics {
+            let points = r["points"].as_f64().unwrap();
+            positive += points.max(0.0);
+            if met(r["criterion"].as_str().unwrap()) {
+                achieved += points;
+            }
+        }
+        expected.push((positive > 0.0).then(|| achieved / positive));
+        inputs.push(json!({
+            "id": row["prompt_id"],
+            "prompt": conversation(&row),
+            "response": "(a response)",
+            "context": {"rubrics": rubrics},
+        }));
+    }
+    let judges = dir.join("judges.toml");
+    std::fs::write(
+        &judges,
+        format!(
+            "[judges.judge]\nbackend = {{ kind = \"openai-http\", base_url = \"{}\", model = \"tiny\", concurrency = 8 }}\n\
+             price = {{ input = 1.0, cached_input = 0.5, output = 4.0 }}\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let (input, output) = (dir.join("in.jsonl"), dir.join("out.jsonl"));
+    write_rows(&input, &inputs);
+    let summary = score(&ScoreArgs {
+        rubric: Some("healthbench".into()),
+        input,
+        output: output.clone(),
+        judges: Some(judges),
+        ..ScoreArgs::default()
+    })
+    .unwrap();
+    assert_eq!(summary.errors, 0);
+    assert_totals(&output, &expected);
+    // One call per rubric item; each answer reports 30 input (10 cached)
+    // and 5 output tokens.
+    let cost = &summary.judges["judge"];
+    assert_eq!(cost.total.calls, items as u64);
+    assert_eq!(server.received.lock().unwrap().len(), items);
+    let usd = items as f64 * (20.0 * 1.0 + 10.0 * 0.5 + 5.0 * 4.0) / 1e6;
+    assert!((cost.total.usd - usd).abs() < 1e-12, "{cost:?}");
+    assert!((cost.per_1000_tasks.usd - usd * 1000.0 / 30.0).abs() < 1e-9);
+    assert!(summary.to_string().contains("judge judge: calls="));
 }

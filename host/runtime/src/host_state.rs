@@ -7,7 +7,9 @@
 //! panic message, an allocation failure).
 
 use super::bindings::{LogLevel, ModelQuery, rubric::verifine::plugin::host};
+use crate::judge_models::{ModelRequest, NoJudgeModels, SharedJudgeModels};
 use crate::output::StderrTail;
+use std::sync::Arc;
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::sync::io::poll::Pollable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -32,6 +34,8 @@ pub struct HostState {
     stderr: StderrTail,
     /// Log lines emitted in the current call.
     log_lines: u32,
+    /// Who answers `judge-model`.
+    judges: SharedJudgeModels,
 }
 
 impl HostState {
@@ -52,7 +56,14 @@ impl HostState {
             table: ResourceTable::new(),
             stderr,
             log_lines: 0,
+            judges: Arc::new(NoJudgeModels),
         }
+    }
+
+    /// The judge models this instance's `judge-model` calls reach.
+    pub fn with_judges(mut self, judges: SharedJudgeModels) -> Self {
+        self.judges = judges;
+        self
     }
 
     /// A new call starts: its log budget is whole again and its stderr empty.
@@ -153,11 +164,18 @@ impl host::Host for HostState {
     }
 
     fn judge_model(&mut self, queries: Vec<ModelQuery>) -> Vec<Result<String, String>> {
-        // Model backends are configured in a later release; the interface exists
-        // now so plugins can fall back (or report) cleanly.
-        queries
-            .iter()
-            .map(|_| Err("no judge model configured".to_string()))
+        // Contract 0.1 names no judge and asks only for text.
+        let requests: Vec<ModelRequest> = queries
+            .into_iter()
+            .map(|q| ModelRequest {
+                system: q.system,
+                ..ModelRequest::new(q.prompt, q.max_tokens)
+            })
+            .collect();
+        self.judges
+            .ask(&self.plugin_name, &requests)
+            .into_iter()
+            .map(|answer| answer.map(|a| a.text))
             .collect()
     }
 }

@@ -142,7 +142,7 @@ impl PluginInstance {
         let limits = SandboxLimiter::new(code.limits.memory_bytes());
         let mut store = Store::new(
             code.engine.engine(),
-            HostState::new(&plugin.metadata.name, limits),
+            HostState::new(&plugin.metadata.name, limits).with_judges(code.judges.clone()),
         );
         store.limiter(|state| &mut state.limits);
         store.epoch_deadline_trap();

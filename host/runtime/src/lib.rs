@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod host_state;
 pub mod instance;
+pub mod judge_models;
 pub mod limiter;
 pub mod metadata;
 #[cfg(feature = "native")]
@@ -29,6 +30,7 @@ pub mod text;
 pub use bindings::*;
 pub use error::RuntimeError;
 pub use instance::{PluginError, PluginInstance};
+pub use judge_models::{JudgeModels, ModelAnswer, ModelRequest, SharedJudgeModels};
 pub use metadata::{HOST_API_VERSION, PluginKind, PluginMetadata};
 #[cfg(feature = "native")]
 pub use native::NativePlugin;

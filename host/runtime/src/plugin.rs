@@ -7,6 +7,7 @@ use super::code_cache::CodeCache;
 use super::engine::{SandboxEngine, default_cache_dir, sha256_hex};
 use super::host_state::HostState;
 use super::instance::PluginInstance;
+use super::judge_models::{NoJudgeModels, SharedJudgeModels};
 use super::metadata::{PluginKind, PluginMetadata, check_api, read_metadata};
 #[cfg(feature = "native")]
 use super::native::NativePlugin;
@@ -62,6 +63,8 @@ pub(crate) struct WasmCode {
     pub(crate) pre: KindPre,
     pub(crate) engine: SandboxEngine,
     pub(crate) limits: Limits,
+    /// Who answers the plugin's `judge-model` calls.
+    pub(crate) judges: SharedJudgeModels,
 }
 
 /// How a plugin runs. Native plugins live here, one level below
@@ -173,6 +176,7 @@ pub struct Runtime {
     cache: Option<CodeCache>,
     limits: Limits,
     allow_native: bool,
+    judges: SharedJudgeModels,
 }
 
 impl Runtime {
@@ -200,6 +204,7 @@ impl Runtime {
             cache: cache_dir.and_then(CodeCache::open),
             limits,
             allow_native: false,
+            judges: Arc::new(NoJudgeModels),
         })
     }
 
@@ -208,6 +213,14 @@ impl Runtime {
     /// (`verifine score --allow-native`) should turn this on.
     pub fn allow_native(mut self, allow: bool) -> Self {
         self.allow_native = allow;
+        self
+    }
+
+    /// The judge models that answer `judge-model` for every plugin this
+    /// runtime loads from now on (by default, none: each query fails with
+    /// "no judge model configured").
+    pub fn with_judges(mut self, judges: SharedJudgeModels) -> Self {
+        self.judges = judges;
         self
     }
 
@@ -310,6 +323,7 @@ impl Runtime {
                 pre,
                 engine: self.engine.clone(),
                 limits: self.limits,
+                judges: self.judges.clone(),
             }),
         }))
     }

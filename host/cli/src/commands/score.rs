@@ -5,10 +5,13 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 use verifine_base::files::write_jsonl;
 use verifine_base::{PluginSpec, write_atomically};
+use verifine_judge::{Judges, JudgesConfig, Ledger};
 pub use verifine_runtime::rows::OutputRow;
 use verifine_runtime::rows::{output_row, read_samples};
 use verifine_runtime::scoring::{RewardPlugins, ScoredSample, score_all};
@@ -47,6 +50,11 @@ pub struct ScoreArgs {
     /// Also write the summary as JSON here.
     #[arg(long)]
     pub summary: Option<PathBuf>,
+    /// Judge models for rubrics that ask them (`judges.toml`: a table per
+    /// judge name with its backend, price and budget); without it a rubric's
+    /// model queries fail with "no judge model configured".
+    #[arg(long)]
+    pub judges: Option<PathBuf>,
     /// Allow native:PATH plugins. They are NOT sandboxed: they run inside this process
     /// with its privileges and no time or memory limit. Only for code you trust.
     #[arg(long)]
@@ -90,6 +98,18 @@ pub struct ScoreSummary {
     pub rubric: Provenance,
     /// The aggregator that was loaded, whether or not it decided any total.
     pub aggregator: Provenance,
+    /// What each judge model spent, when `--judges` was given.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub judges: BTreeMap<String, JudgeCost>,
+}
+
+/// One judge model's spending over a scoring run.
+#[derive(Debug, Clone, Serialize)]
+pub struct JudgeCost {
+    /// The whole run.
+    pub total: Ledger,
+    /// Scaled to 1 000 rows (tasks).
+    pub per_1000_tasks: Ledger,
 }
 
 impl std::fmt::Display for ScoreSummary {
@@ -110,7 +130,26 @@ impl std::fmt::Display for ScoreSummary {
             self.rubric.version,
             self.aggregator.name,
             self.aggregator.version,
-        )
+        )?;
+        for (name, cost) in &self.judges {
+            let t = &cost.total;
+            write!(
+                f,
+                "\njudge {name}: calls={} cache_hits={} failures={} tokens in={} (cached {}) out={} \
+                 usd={:.6} seconds={:.2}; per 1000 tasks: calls={} usd={:.6}",
+                t.calls,
+                t.cache_hits,
+                t.failures,
+                t.usage.input,
+                t.usage.cached_input,
+                t.usage.output,
+                t.usd,
+                t.seconds,
+                cost.per_1000_tasks.calls,
+                cost.per_1000_tasks.usd,
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -138,7 +177,14 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
         .map_or(empty, |s| s.config_json());
 
     let samples = read_samples(&args.input)?;
-    let runtime = Runtime::new(config.limits)?.allow_native(args.allow_native);
+    let judges = match &args.judges {
+        Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
+        None => None,
+    };
+    let mut runtime = Runtime::new(config.limits)?.allow_native(args.allow_native);
+    if let Some(judges) = &judges {
+        runtime = runtime.with_judges(judges.clone());
+    }
     let function = RewardPlugins::load(
         &runtime,
         &rubric,
@@ -177,7 +223,24 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
         .collect();
     write_jsonl(&args.output, &rows)
         .with_context(|| format!("writing {}", args.output.display()))?;
-    Ok(summarize(&scored, rubric_provenance, aggregator_provenance))
+    let mut summary = summarize(&scored, rubric_provenance, aggregator_provenance);
+    if let Some(judges) = judges {
+        summary.judges = judges
+            .ledgers()
+            .into_iter()
+            .map(|(name, total)| {
+                let per_1000_tasks = total.per_thousand(samples.len());
+                (
+                    name,
+                    JudgeCost {
+                        total,
+                        per_1000_tasks,
+                    },
+                )
+            })
+            .collect();
+    }
+    Ok(summary)
 }
 
 fn summarize(scored: &[ScoredSample], rubric: Provenance, aggregator: Provenance) -> ScoreSummary {
@@ -199,5 +262,6 @@ fn summarize(scored: &[ScoredSample], rubric: Provenance, aggregator: Provenance
         bootstrap_std: std,
         rubric,
         aggregator,
+        judges: BTreeMap::new(),
     }
 }

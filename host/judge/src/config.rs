@@ -1,0 +1,176 @@
+//! `judges.toml`: one table per judge name (`[judges.judge]`,
+//! `[judges.golden-1]` …), each naming its backend, its price per million
+//! tokens and its budget. API keys are never in the file: a backend names
+//! the environment variable that holds one.
+
+use crate::error::{JudgeError, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Every configured judge, by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgesConfig {
+    /// The judges plugins may name (`judge` answers queries that name none).
+    #[serde(default)]
+    pub judges: BTreeMap<String, JudgeConfig>,
+    /// Where answers are cached (`None`: no disk cache).
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// One judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeConfig {
+    /// Who answers.
+    pub backend: BackendConfig,
+    /// What its tokens cost.
+    #[serde(default)]
+    pub price: Price,
+    /// When to stop asking.
+    #[serde(default)]
+    pub budget: Budget,
+}
+
+/// A judge's backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum BackendConfig {
+    /// An OpenAI-compatible chat-completions server (OpenAI, vLLM,
+    /// llama.cpp's `llama-server` …).
+    OpenaiHttp(HttpConfig),
+}
+
+/// An OpenAI-compatible HTTP backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// The API root, e.g. `http://127.0.0.1:8080/v1` (`/chat/completions`
+    /// is appended).
+    pub base_url: String,
+    /// The model name sent with every request.
+    pub model: String,
+    /// The environment variable holding the API key (`None`: no key sent).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Requests in flight at once.
+    #[serde(default = "defaults::concurrency")]
+    pub concurrency: usize,
+    /// Seconds one request may take before it counts as failed.
+    #[serde(default = "defaults::timeout_seconds")]
+    pub timeout_seconds: f64,
+    /// Further attempts after a 429, a 5xx, a timeout or a broken connection.
+    #[serde(default = "defaults::retries")]
+    pub retries: u32,
+    /// The first retry waits about this long; each later one twice as long,
+    /// plus up to as much again of jitter (a `Retry-After` header wins).
+    #[serde(default = "defaults::backoff_ms")]
+    pub backoff_ms: u64,
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Prompt tokens not served from a prompt cache.
+    #[serde(default)]
+    pub input: f64,
+    /// Prompt tokens served from a prompt cache.
+    #[serde(default)]
+    pub cached_input: f64,
+    /// Answer tokens.
+    #[serde(default)]
+    pub output: f64,
+}
+
+/// Limits per run; a judge that reaches one stops asking and every later
+/// query fails with the reason (the run's failure policy decides what that
+/// sample's reward becomes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Most requests sent.
+    #[serde(default)]
+    pub max_calls: Option<u64>,
+    /// Most tokens (input + output).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Most USD by the price table.
+    #[serde(default)]
+    pub max_usd: Option<f64>,
+}
+
+mod defaults {
+    pub fn concurrency() -> usize {
+        4
+    }
+    pub fn timeout_seconds() -> f64 {
+        60.0
+    }
+    pub fn retries() -> u32 {
+        3
+    }
+    pub fn backoff_ms() -> u64 {
+        500
+    }
+}
+
+impl JudgesConfig {
+    /// Reads and checks a `judges.toml`.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| verifine_base::FileError::io("reading", path, e))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks a config's text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        let config: JudgesConfig =
+            toml::from_str(text).map_err(|e| JudgeError::Config(format!("{origin}: {e}")))?;
+        config.validate(origin)?;
+        Ok(config)
+    }
+
+    fn validate(&self, origin: &str) -> Result<()> {
+        let fail =
+            |name: &str, m: String| Err(JudgeError::Config(format!("{origin}: judge {name}: {m}")));
+        for (name, judge) in &self.judges {
+            let BackendConfig::OpenaiHttp(http) = &judge.backend;
+            if http.concurrency == 0 {
+                return fail(name, "concurrency must be at least 1".into());
+            }
+            if !(http.timeout_seconds.is_finite() && http.timeout_seconds > 0.0) {
+                return fail(
+                    name,
+                    format!("timeout_seconds {} must be positive", http.timeout_seconds),
+                );
+            }
+            if !http.base_url.starts_with("http://") && !http.base_url.starts_with("https://") {
+                return fail(
+                    name,
+                    format!("base_url {:?} is not an http(s) URL", http.base_url),
+                );
+            }
+            let p = judge.price;
+            if [p.input, p.cached_input, p.output]
+                .iter()
+                .any(|v| !v.is_finite() || *v < 0.0)
+            {
+                return fail(name, "prices must be finite and not negative".into());
+            }
+            if judge
+                .budget
+                .max_usd
+                .is_some_and(|u| !u.is_finite() || u < 0.0)
+            {
+                return fail(
+                    name,
+                    "budget.max_usd must be finite and not negative".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+}

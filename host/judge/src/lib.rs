@@ -1,0 +1,184 @@
+//! Judge models for plugins: the host answers `judge-model` queries with
+//! the judge each query names, from the disk cache when it can, within the
+//! judge's budget, and counts what every judge spent. The runtime sees only
+//! its [`verifine_runtime::JudgeModels`] trait; this crate implements it.
+
+#![warn(missing_docs)]
+
+pub mod cache;
+pub mod config;
+pub mod cost;
+pub mod error;
+pub mod http;
+pub mod scripted_server;
+
+pub use config::{BackendConfig, Budget, HttpConfig, JudgeConfig, JudgesConfig, Price};
+pub use cost::Ledger;
+pub use error::{JudgeError, Result};
+
+use cache::DiskCache;
+use http::HttpBackend;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use verifine_runtime::judge_models::{JudgeModels, ModelAnswer, ModelRequest};
+
+/// The configured judges, by name.
+pub struct Judges {
+    judges: BTreeMap<String, Judge>,
+}
+
+/// One judge: its backend, prices, budget and spending.
+struct Judge {
+    backend: HttpBackend,
+    base_url: String,
+    model: String,
+    price: Price,
+    budget: Budget,
+    ledger: Mutex<Ledger>,
+    cache: Option<DiskCache>,
+}
+
+impl Judges {
+    /// Starts a client per judge (reading API keys from the environment).
+    pub fn new(config: &JudgesConfig) -> Result<Self> {
+        let mut judges = BTreeMap::new();
+        for (name, judge) in &config.judges {
+            let BackendConfig::OpenaiHttp(http) = &judge.backend;
+            judges.insert(
+                name.clone(),
+                Judge {
+                    backend: HttpBackend::new(http)?,
+                    base_url: http.base_url.clone(),
+                    model: http.model.clone(),
+                    price: judge.price,
+                    budget: judge.budget,
+                    ledger: Mutex::new(Ledger::default()),
+                    cache: config.cache_dir.as_deref().map(DiskCache::new),
+                },
+            );
+        }
+        Ok(Judges { judges })
+    }
+
+    /// What each judge has spent so far.
+    pub fn ledgers(&self) -> BTreeMap<String, Ledger> {
+        self.judges
+            .iter()
+            .map(|(name, judge)| (name.clone(), *judge.ledger.lock().expect("ledger lock")))
+            .collect()
+    }
+
+    /// The judge names, for messages.
+    pub fn names(&self) -> Vec<String> {
+        self.judges.keys().cloned().collect()
+    }
+}
+
+impl JudgeModels for Judges {
+    fn ask(
+        &self,
+        plugin: &str,
+        requests: &[ModelRequest],
+    ) -> Vec<std::result::Result<ModelAnswer, String>> {
+        let mut answers: Vec<Option<std::result::Result<ModelAnswer, String>>> =
+            vec![None; requests.len()];
+        let mut by_judge: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, request) in requests.iter().enumerate() {
+            by_judge.entry(request.judge.as_str()).or_default().push(i);
+        }
+        for (name, indices) in by_judge {
+            let Some(judge) = self.judges.get(name) else {
+                let known = if self.judges.is_empty() {
+                    "none is configured".to_string()
+                } else {
+                    format!("configured: {}", self.names().join(", "))
+                };
+                for &i in &indices {
+                    answers[i] = Some(Err(format!("no judge named {name:?} ({known})")));
+                }
+                continue;
+            };
+            let asked: Vec<&ModelRequest> = indices.iter().map(|&i| &requests[i]).collect();
+            tracing::debug!(plugin, judge = name, queries = asked.len(), "judge-model");
+            for (i, answer) in indices.into_iter().zip(judge.ask(&asked)) {
+                answers[i] = Some(answer);
+            }
+        }
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err("unanswered".to_string())))
+            .collect()
+    }
+}
+
+impl Judge {
+    /// Cache hits first; the rest are sent while the budget allows.
+    fn ask(&self, requests: &[&ModelRequest]) -> Vec<std::result::Result<ModelAnswer, String>> {
+        let keys: Vec<String> = requests
+            .iter()
+            .map(|r| DiskCache::key(&self.base_url, &self.model, r))
+            .collect();
+        let mut answers: Vec<Option<std::result::Result<ModelAnswer, String>>> =
+            vec![None; requests.len()];
+        let mut to_send = Vec::new();
+        let mut ledger = self.ledger.lock().expect("ledger lock");
+        for (i, key) in keys.iter().enumerate() {
+            match self.cache.as_ref().and_then(|c| c.get(key)) {
+                Some(hit) => {
+                    ledger.cache_hits += 1;
+                    answers[i] = Some(Ok(hit));
+                }
+                None => to_send.push(i),
+            }
+        }
+        // A call budget admits as many queries as calls remain; token and
+        // USD budgets can only be checked against what was spent already.
+        let admitted = match ledger.exhausted(&self.budget) {
+            Some(reason) => {
+                for &i in &to_send {
+                    answers[i] = Some(Err(reason.clone()));
+                }
+                ledger.failures += to_send.len() as u64;
+                Vec::new()
+            }
+            None => {
+                let room = self
+                    .budget
+                    .max_calls
+                    .map_or(usize::MAX, |m| m.saturating_sub(ledger.calls) as usize);
+                for &i in to_send.iter().skip(room) {
+                    answers[i] = Some(Err(format!(
+                        "budget exhausted: max_calls {} reached",
+                        self.budget.max_calls.unwrap_or_default()
+                    )));
+                    ledger.failures += 1;
+                }
+                to_send.into_iter().take(room).collect()
+            }
+        };
+        drop(ledger);
+        let sent: Vec<&ModelRequest> = admitted.iter().map(|&i| requests[i]).collect();
+        let exchanges = self.backend.exchange_all(&sent);
+        let mut ledger = self.ledger.lock().expect("ledger lock");
+        for (i, exchange) in admitted.into_iter().zip(exchanges) {
+            ledger.calls += exchange.calls;
+            match &exchange.answer {
+                Ok(answer) => {
+                    ledger.record(answer.usage, exchange.seconds, &self.price);
+                    if let Some(cache) = &self.cache {
+                        cache.put(&keys[i], answer);
+                    }
+                }
+                Err(_) => {
+                    ledger.seconds += exchange.seconds;
+                    ledger.failures += 1;
+                }
+            }
+            answers[i] = Some(exchange.answer);
+        }
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err("unanswered".to_string())))
+            .collect()
+    }
+}
