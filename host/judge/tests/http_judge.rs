@@ -309,3 +309,13 @@ fn a_healthbench_row_without_verdicts_is_scored_through_the_judge_in_the_sandbox
     assert_eq!(ledger.calls, 3);
     assert_eq!(ledger.usage.input, 90);
 }
+
+#[test]
+fn the_shipped_example_config_parses() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/judges/judges.toml");
+    let config = JudgesConfig::load(&path).unwrap();
+    let names: Vec<&String> = config.judges.keys().collect();
+    assert_eq!(names, ["golden-1", "judge"]);
+    assert_eq!(config.judges["golden-1"].budget.max_calls, Some(20000));
+}
