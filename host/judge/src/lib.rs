@@ -10,6 +10,7 @@ pub mod config;
 pub mod cost;
 pub mod error;
 pub mod http;
+pub mod screen;
 pub mod scripted_server;
 
 pub use config::{BackendConfig, Budget, HttpConfig, JudgeConfig, JudgesConfig, Price};
