@@ -166,7 +166,12 @@ fn the_disk_cache_answers_a_repeated_question_for_free() {
     let server = serve(|_, _| completion("YES"));
     let first = judges(&server.url, "", Some(&dir));
     let q = ModelRequest::new("same question", 8);
-    assert!(!first.ask("p", std::slice::from_ref(&q))[0].as_ref().unwrap().cached);
+    assert!(
+        !first.ask("p", std::slice::from_ref(&q))[0]
+            .as_ref()
+            .unwrap()
+            .cached
+    );
     // A new process (new judges) with the same cache: no request sent.
     let again = judges(&server.url, "", Some(&dir));
     let hit = again.ask("p", std::slice::from_ref(&q))[0].clone().unwrap();

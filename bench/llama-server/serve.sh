@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Serves a GGUF model with llama-server from the chroot bench/llama-server/setup.sh made.
+#
+#   bench/llama-server/serve.sh MODEL.gguf [PORT] [CHROOT_DIR]
+#
+# The model file is copied into the chroot; the server listens on
+# 127.0.0.1:PORT (default 8080) with an OpenAI-compatible API under /v1.
+set -euo pipefail
+
+model="$1"
+port="${2:-8080}"
+root="${3:-/opt/verifine-sid}"
+mkdir -p "$root/models"
+cp "$model" "$root/models/model.gguf"
+exec chroot "$root" llama-server -m /models/model.gguf --host 127.0.0.1 --port "$port" -c 2048

@@ -1,0 +1,194 @@
+//! The HTTP judge against a real server no one here wrote: llama.cpp's
+//! `llama-server` serving a tiny random-weight GGUF model. Its answers are
+//! meaningless; what is tested is the exchange — JSON-schema answers,
+//! log-probabilities, usage, the disk cache, budgets, and retries across a
+//! server that stops mid-run and comes back.
+//!
+//! Skipped (with a message) unless `VERIFINE_LLAMA_ROOT` names a chroot made
+//! by `bench/llama-server/setup.sh` and `python3` can import `gguf`; run it
+//! with `bench/llama-server/test.sh`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use verifine_judge::{Judges, JudgesConfig};
+use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The chroot holding llama-server, or why the test cannot run.
+fn setup() -> Result<PathBuf, String> {
+    let root = std::env::var("VERIFINE_LLAMA_ROOT").map_err(|_| {
+        "VERIFINE_LLAMA_ROOT is not set (bench/llama-server/test.sh sets it)".to_string()
+    })?;
+    let root = PathBuf::from(root);
+    if !root.join("usr/bin/llama-server").is_file() {
+        return Err(format!("{} has no usr/bin/llama-server", root.display()));
+    }
+    let model = root.join("models/tiny.gguf");
+    std::fs::create_dir_all(model.parent().unwrap()).map_err(|e| e.to_string())?;
+    let status = Command::new("python3")
+        .arg(repo().join("bench/llama-server/tiny_gguf.py"))
+        .arg(&model)
+        .status()
+        .map_err(|e| format!("python3: {e}"))?;
+    if !status.success() {
+        return Err("tiny_gguf.py failed (is the `gguf` package installed?)".into());
+    }
+    Ok(root)
+}
+
+/// A running llama-server on `port`, stopped when dropped.
+struct Server(Child);
+
+impl Server {
+    fn start(root: &Path, port: u16) -> Server {
+        let child = Command::new("chroot")
+            .arg(root)
+            .args([
+                "llama-server",
+                "-m",
+                "/models/tiny.gguf",
+                "--host",
+                "127.0.0.1",
+            ])
+            .args(["--port", &port.to_string(), "-c", "2048", "--threads", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chroot llama-server starts");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "llama-server did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Listening comes before the model is loaded: wait for /health.
+        while Command::new("curl")
+            .args(["-sf", &format!("http://127.0.0.1:{port}/health")])
+            .stdout(Stdio::null())
+            .status()
+            .map_or(true, |s| !s.success())
+        {
+            assert!(
+                Instant::now() < deadline,
+                "llama-server never became healthy"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Server(child)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn judges(port: u16, extra: &str, cache: Option<&Path>) -> Judges {
+    let cache = cache.map_or(String::new(), |d| {
+        format!("cache_dir = {:?}\n", d.display().to_string())
+    });
+    let text = format!(
+        "{cache}[judges.judge]\nbackend = {{ kind = \"openai-http\", base_url = \"http://127.0.0.1:{port}/v1\", model = \"tiny\" {extra} }}\n"
+    );
+    Judges::new(&JudgesConfig::parse(&text, "llama.toml").unwrap()).unwrap()
+}
+
+#[test]
+fn the_http_judge_speaks_to_llama_server() {
+    let root = match setup() {
+        Ok(root) => root,
+        Err(why) => {
+            eprintln!("SKIPPED the llama-server test: {why}");
+            return;
+        }
+    };
+    let port = free_port();
+    let server = Server::start(&root, port);
+    let cache = std::env::temp_dir().join(format!("verifine-llama-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    let judge = judges(port, "", Some(&cache));
+
+    // A JSON-schema answer with log-probabilities and usage.
+    let schema = r#"{"type": "object", "properties": {"criteria_met": {"type": "boolean"}}, "required": ["criteria_met"]}"#;
+    let request = ModelRequest {
+        temperature: Some(0.0),
+        json_schema: Some(schema.into()),
+        top_logprobs: 2,
+        system: Some("You grade one criterion.".into()),
+        ..ModelRequest::new("Does the response mention water?", 24)
+    };
+    let answer = judge.ask("test", std::slice::from_ref(&request))[0]
+        .clone()
+        .unwrap();
+    let parsed: serde_json::Value = serde_json::from_str(answer.text.trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", answer.text));
+    assert!(parsed["criteria_met"].is_boolean(), "{parsed}");
+    assert!(
+        !answer.logprobs.is_empty() && answer.logprobs[0].top.len() == 2,
+        "{answer:?}"
+    );
+    assert!(
+        answer.usage.input > 0 && answer.usage.output > 0,
+        "{answer:?}"
+    );
+
+    // Asked again: from the disk cache, no call.
+    let again = judge.ask("test", std::slice::from_ref(&request))[0]
+        .clone()
+        .unwrap();
+    assert!(again.cached && again.text == answer.text);
+    let ledger = judge.ledgers()["judge"];
+    assert_eq!((ledger.calls, ledger.cache_hits), (1, 1));
+
+    // A budget of two calls: the third query is refused, not sent.
+    let text = format!(
+        "[judges.judge]\nbackend = {{ kind = \"openai-http\", base_url = \"http://127.0.0.1:{port}/v1\", model = \"tiny\" }}\nbudget = {{ max_calls = 2 }}\n"
+    );
+    let budgeted = Judges::new(&JudgesConfig::parse(&text, "b.toml").unwrap()).unwrap();
+    let three: Vec<ModelRequest> = (0..3)
+        .map(|i| ModelRequest::new(format!("q{i}"), 4))
+        .collect();
+    let answers = budgeted.ask("test", &three);
+    assert!(answers[0].is_ok() && answers[1].is_ok(), "{answers:?}");
+    assert!(answers[2].as_ref().unwrap_err().contains("max_calls 2"));
+
+    // The server stops mid-run and comes back on the same port: retries
+    // with backoff carry the query over the gap.
+    drop(server);
+    let patient = judges(
+        port,
+        ", retries = 8, backoff_ms = 400, timeout_seconds = 10",
+        None,
+    );
+    let restart = {
+        let root = root.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            Server::start(&root, port)
+        })
+    };
+    let answer = patient.ask("test", &[ModelRequest::new("still there?", 4)])[0].clone();
+    let _server = restart.join().unwrap();
+    assert!(answer.is_ok(), "{answer:?}");
+    assert!(
+        patient.ledgers()["judge"].calls >= 2,
+        "the first attempts found no server"
+    );
+    std::fs::remove_dir_all(&cache).unwrap();
+}
