@@ -5,7 +5,6 @@
 //! miss, never an error.
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use verifine_runtime::judge_models::{ModelAnswer, ModelRequest};
 
@@ -39,10 +38,7 @@ impl DiskCache {
             request,
         })
         .expect("a request serializes");
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        verifine_runtime::engine::sha256_hex(&bytes)
     }
 
     fn path(&self, key: &str) -> PathBuf {

@@ -311,13 +311,8 @@ pub fn parse_answer(
     })
 }
 
-/// The start of a body, for an error message.
+/// The start of a body, for an error message: a server's text reaches
+/// logs and plugins, so control characters are escaped.
 fn snippet(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let cut: String = text.chars().take(200).collect();
-    if cut.len() < text.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
+    verifine_runtime::text::sanitize(&String::from_utf8_lossy(bytes), 200)
 }

@@ -115,16 +115,22 @@ impl JudgeModels for Judges {
 impl Judge {
     /// Cache hits first; the rest are sent while the budget allows.
     fn ask(&self, requests: &[&ModelRequest]) -> Vec<std::result::Result<ModelAnswer, String>> {
-        let keys: Vec<String> = requests
+        // Keys only where there is a cache to look in.
+        let keys: Vec<Option<String>> = requests
             .iter()
-            .map(|r| DiskCache::key(&self.base_url, &self.model, r))
+            .map(|r| {
+                self.cache
+                    .as_ref()
+                    .map(|_| DiskCache::key(&self.base_url, &self.model, r))
+            })
             .collect();
         let mut answers: Vec<Option<std::result::Result<ModelAnswer, String>>> =
             vec![None; requests.len()];
         let mut to_send = Vec::new();
         let mut ledger = self.ledger.lock().expect("ledger lock");
         for (i, key) in keys.iter().enumerate() {
-            match self.cache.as_ref().and_then(|c| c.get(key)) {
+            let hit = self.cache.as_ref().zip(key.as_deref());
+            match hit.and_then(|(cache, key)| cache.get(key)) {
                 Some(hit) => {
                     ledger.cache_hits += 1;
                     answers[i] = Some(Ok(hit));
@@ -166,8 +172,8 @@ impl Judge {
             match &exchange.answer {
                 Ok(answer) => {
                     ledger.record(answer.usage, exchange.seconds, &self.price);
-                    if let Some(cache) = &self.cache {
-                        cache.put(&keys[i], answer);
+                    if let (Some(cache), Some(key)) = (&self.cache, &keys[i]) {
+                        cache.put(key, answer);
                     }
                 }
                 Err(_) => {
