@@ -182,8 +182,11 @@ struct Run {
     /// The fingerprint of the host's SFT targets.
     sft_targets: Option<String>,
     rewards_since: RewardTally,
-    /// The final evaluation, when it ran at the last step boundary.
+    /// The final evaluation, when it ran at the last step boundary (or
+    /// ended SFT in a run without GRPO).
     final_eval: Option<Evaluated>,
+    /// The evaluation at the last SFT step's boundary, for the end of SFT.
+    sft_end_eval: Option<Evaluated>,
     final_logged: bool,
 }
 
@@ -378,6 +381,7 @@ impl Run {
             sft_targets,
             rewards_since: RewardTally::default(),
             final_eval: None,
+            sft_end_eval: None,
             final_logged: false,
             config,
         };
@@ -444,17 +448,26 @@ impl Run {
     /// Evaluates the SFT model, freezes the KL reference and switches to
     /// the GRPO optimizer.
     fn finish_sft(&mut self) -> Result<()> {
-        let eval = self.evaluate(true)?.evaluation;
-        // Logged at the last SFT step's boundary already, unless this
-        // evaluation measures more (final verification, pass@k).
-        let logged =
-            self.sft_evaluates_at(self.step) && eval.fv.is_none() && eval.pass_at_k.is_none();
-        if !logged {
-            self.log_eval(eval)?;
+        // The last SFT step's boundary may have evaluated (and logged) these
+        // weights already; they are evaluated again only for what that did
+        // not measure (final verification, pass@k), or after a resume.
+        let measures_more = self.config.self_verification.enabled || self.config.pass_at_k > 0;
+        let evaluated = match self.sft_end_eval.take() {
+            Some(evaluated) if !measures_more => evaluated,
+            _ => {
+                let evaluated = self.evaluate(true)?;
+                if measures_more || !self.sft_evaluates_at(self.step) {
+                    self.log_eval(evaluated.evaluation)?;
+                }
+                evaluated
+            }
+        };
+        self.accuracy_sft = Some(evaluated.evaluation);
+        if self.config.grpo.steps == 0 {
+            // Without GRPO this is also the final evaluation: one line, one run.
+            self.final_logged = true;
+            self.final_eval = Some(evaluated);
         }
-        // Without GRPO this is also the final evaluation: one line, not two.
-        self.final_logged = self.config.grpo.steps == 0;
-        self.accuracy_sft = Some(eval);
         if self.config.grpo.objective.beta > 0.0 {
             save_weights(&self.varmap, &self.run_dir.join("reference.safetensors"))?;
         }

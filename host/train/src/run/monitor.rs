@@ -86,7 +86,6 @@ impl Run {
                 reference: Some(a.reference.clone()),
             })
             .collect();
-        let mut tally = RewardTally::default();
         let admitted: Vec<f64> = self
             .host
             .reward
@@ -94,11 +93,14 @@ impl Run {
             .iter()
             .filter_map(|r| self.config.reward.admit(r.total))
             .collect();
-        tally.add(&admitted);
-        Ok(Some(Monitor {
+        let monitor = Monitor {
             heldout_accuracy: evaluated.evaluation.pr,
             heldout_score: evaluated.score,
-            mean_reward: tally.take_mean(),
-        }))
+            mean_reward: admitted.iter().sum::<f64>() / admitted.len().max(1) as f64,
+        };
+        if self.step == self.config.sft.steps {
+            self.sft_end_eval = Some(evaluated);
+        }
+        Ok(Some(monitor))
     }
 }
