@@ -2,9 +2,11 @@
 //! and again in the judge loop — and resumed ends with the same outputs as
 //! an uninterrupted run: nothing lost, nothing repeated.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use common::{complete_checkpoints, kill_when, scratch, verifine};
+use std::path::Path;
+use std::process::Stdio;
 
 const CONFIG: &str = r#"
 rounds = 1
@@ -54,62 +56,13 @@ boundary = 1
 max_versions = 4
 "#;
 
-fn verifine() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_verifine"))
-}
-
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-evolve-kill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Starts (or resumes) a run and kills it once `ready` holds; returns
-/// whether it was killed before it finished.
-fn kill_when(args: &[&str], run: &Path, ready: impl Fn(&Path) -> bool) -> bool {
-    let mut child = verifine()
-        .args(args)
-        .arg(run)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return false;
-        }
-        if ready(run) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            return true;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the run never reached the kill point"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn checkpoints(dir: &Path) -> usize {
-    std::fs::read_dir(dir.join("checkpoints"))
-        .map(|e| {
-            e.filter_map(Result::ok)
-                .filter(|e| e.path().join("state.json").exists())
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn an_evolve_run_killed_mid_round_and_mid_judge_loop_resumes_to_the_same_outputs() {
-    let dir = scratch();
+    let dir = scratch("evolve");
     let config = dir.join("tiny.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let whole = dir.join("whole");
@@ -128,7 +81,7 @@ fn an_evolve_run_killed_mid_round_and_mid_judge_loop_resumes_to_the_same_outputs
     let mid_round = kill_when(
         &["evolve", "--config", config_arg, "--run-dir"],
         &killed,
-        |run| checkpoints(&run.join("rows/guided-initial")) >= 1,
+        |run| complete_checkpoints(&run.join("rows/guided-initial")) >= 1,
     );
     let mid_loop = kill_when(&["evolve", "--resume"], &killed, |run| {
         run.join("judge/batch-1.jsonl").exists()

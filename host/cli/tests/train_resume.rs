@@ -1,9 +1,11 @@
 //! A training run killed with SIGKILL and resumed ends with the same weights,
 //! bit for bit, as an uninterrupted run with the same seed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use common::{complete_checkpoints, kill_when, scratch, verifine};
+use std::path::Path;
+use std::process::Stdio;
 
 const CONFIG: &str = r#"
 seed = 3
@@ -34,28 +36,6 @@ every = 5
 keep = 3
 "#;
 
-fn verifine() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_verifine"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-kill-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn complete_checkpoints(run: &Path) -> usize {
-    std::fs::read_dir(run.join("checkpoints"))
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| e.path().join("state.json").exists())
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn a_run_killed_with_sigkill_and_resumed_ends_with_the_same_weights() {
     let dir = scratch("resume");
@@ -74,23 +54,14 @@ fn a_run_killed_with_sigkill_and_resumed_ends_with_the_same_weights() {
     assert!(status.success());
 
     let killed = dir.join("killed");
-    let mut child = verifine()
-        .args(["train", "--config"])
-        .arg(&config)
-        .arg("--run-dir")
-        .arg(&killed)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while complete_checkpoints(&killed) == 0 {
-        assert!(Instant::now() < deadline, "no checkpoint appeared");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child.kill().unwrap(); // SIGKILL on Unix
-    child.wait().unwrap();
+    let config_arg = config.to_str().unwrap();
+    let was_killed = kill_when(
+        &["train", "--config", config_arg, "--run-dir"],
+        &killed,
+        |run| complete_checkpoints(run) > 0,
+    );
     assert!(
-        !killed.join("summary.json").exists(),
+        was_killed && !killed.join("summary.json").exists(),
         "the run finished before the kill; make the test run longer"
     );
 

@@ -43,12 +43,7 @@ pub fn run(args: EvolveArgs) -> Result<()> {
             None => EvolveConfig::parse(DEFAULT_CONFIG)
                 .context("the embedded examples/evolve/evolve.toml")?,
         };
-        let dir = args.run_dir.unwrap_or_else(|| {
-            let secs = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            PathBuf::from("runs").join(format!("evolve-{secs}"))
-        });
+        let dir = args.run_dir.unwrap_or_else(|| super::new_run_dir("evolve"));
         if args.overwrite {
             super::clear_run_dir(&dir, "state.json")?;
         }

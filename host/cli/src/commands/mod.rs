@@ -15,6 +15,15 @@ pub mod select;
 #[cfg(feature = "train")]
 pub mod train;
 
+/// The run directory of a new `kind` run (`train`, `evolve`) when none is
+/// given: `runs/<kind>-<unix seconds>`.
+pub fn new_run_dir(kind: &str) -> std::path::PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    std::path::PathBuf::from("runs").join(format!("{kind}-{secs}"))
+}
+
 /// Deletes what an earlier run left in `dir` for `--overwrite`, but only
 /// when `dir` holds a run (it has `marker`): a mistyped path is never
 /// wiped.

@@ -40,7 +40,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             Some(path) => RunConfig::load(path)?,
             None => RunConfig::from_toml(run::DEFAULT_CONFIG, "examples/arithmetic/train.toml")?,
         };
-        let run_dir = args.run_dir.unwrap_or_else(verifine_train::default_run_dir);
+        let run_dir = args.run_dir.unwrap_or_else(|| super::new_run_dir("train"));
         if args.overwrite {
             super::clear_run_dir(&run_dir, "config.toml")?;
         }

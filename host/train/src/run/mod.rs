@@ -555,11 +555,3 @@ pub(crate) fn device() -> Result<Device> {
     #[allow(unreachable_code)]
     Ok(Device::Cpu)
 }
-
-/// The run directory for a new run when none is given: `runs/train-<unix seconds>`.
-pub fn default_run_dir() -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    PathBuf::from("runs").join(format!("train-{secs}"))
-}
