@@ -41,6 +41,38 @@ pub enum BackendConfig {
     /// An OpenAI-compatible chat-completions server (OpenAI, vLLM,
     /// llama.cpp's `llama-server` …).
     OpenaiHttp(HttpConfig),
+    /// A GGUF model run in this process by candle (needs the `local`
+    /// feature, on in the default `verifine` build).
+    LocalGguf(LocalConfig),
+}
+
+/// A local GGUF judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalConfig {
+    /// The `.gguf` file (llama or qwen2 architecture, SentencePiece
+    /// vocabulary); relative paths are resolved against the config file.
+    pub path: PathBuf,
+    /// How the system and user messages become one prompt.
+    #[serde(default)]
+    pub template: PromptTemplate,
+    /// Run on the first CUDA device (needs a `cuda` build).
+    #[serde(default)]
+    pub cuda: bool,
+    /// Prompts whose KV caches are kept for prefix reuse (0: none).
+    #[serde(default = "defaults::prefix_cache_prompts")]
+    pub prefix_cache_prompts: usize,
+}
+
+/// Prompt formats for local models.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptTemplate {
+    /// `<|im_start|>role\n…<|im_end|>` turns, ending with the assistant's.
+    #[default]
+    Chatml,
+    /// The system message, a blank line, the user message.
+    Plain,
 }
 
 /// An OpenAI-compatible HTTP backend.
@@ -115,6 +147,9 @@ mod defaults {
     pub fn backoff_ms() -> u64 {
         500
     }
+    pub fn prefix_cache_prompts() -> usize {
+        8
+    }
 }
 
 impl JudgesConfig {
@@ -122,7 +157,9 @@ impl JudgesConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| verifine_base::FileError::io("reading", path, e))?;
-        Self::parse(&text, &path.display().to_string())
+        let mut config = Self::parse(&text, &path.display().to_string())?;
+        config.resolve_paths(path.parent().unwrap_or(Path::new(".")));
+        Ok(config)
     }
 
     /// Parses and checks a config's text; `origin` names it in errors.
@@ -133,25 +170,24 @@ impl JudgesConfig {
         Ok(config)
     }
 
+    /// Resolves relative model paths against `dir` (the config file's
+    /// folder; [`JudgesConfig::load`] does this).
+    pub fn resolve_paths(&mut self, dir: &Path) {
+        for judge in self.judges.values_mut() {
+            if let BackendConfig::LocalGguf(local) = &mut judge.backend
+                && local.path.is_relative()
+            {
+                local.path = dir.join(&local.path);
+            }
+        }
+    }
+
     fn validate(&self, origin: &str) -> Result<()> {
         let fail =
             |name: &str, m: String| Err(JudgeError::Config(format!("{origin}: judge {name}: {m}")));
         for (name, judge) in &self.judges {
-            let BackendConfig::OpenaiHttp(http) = &judge.backend;
-            if http.concurrency == 0 {
-                return fail(name, "concurrency must be at least 1".into());
-            }
-            if !(http.timeout_seconds.is_finite() && http.timeout_seconds > 0.0) {
-                return fail(
-                    name,
-                    format!("timeout_seconds {} must be positive", http.timeout_seconds),
-                );
-            }
-            if !http.base_url.starts_with("http://") && !http.base_url.starts_with("https://") {
-                return fail(
-                    name,
-                    format!("base_url {:?} is not an http(s) URL", http.base_url),
-                );
+            if let BackendConfig::OpenaiHttp(http) = &judge.backend {
+                check_http(http).or_else(|m| fail(name, m))?;
             }
             let p = judge.price;
             if [p.input, p.cached_input, p.output]
@@ -173,4 +209,23 @@ impl JudgesConfig {
         }
         Ok(())
     }
+}
+
+fn check_http(http: &HttpConfig) -> std::result::Result<(), String> {
+    if http.concurrency == 0 {
+        return Err("concurrency must be at least 1".into());
+    }
+    if !(http.timeout_seconds.is_finite() && http.timeout_seconds > 0.0) {
+        return Err(format!(
+            "timeout_seconds {} must be positive",
+            http.timeout_seconds
+        ));
+    }
+    if !http.base_url.starts_with("http://") && !http.base_url.starts_with("https://") {
+        return Err(format!(
+            "base_url {:?} is not an http(s) URL",
+            http.base_url
+        ));
+    }
+    Ok(())
 }

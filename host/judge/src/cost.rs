@@ -21,6 +21,10 @@ pub struct Ledger {
     pub usd: f64,
     /// Seconds spent waiting for answers (summed over concurrent requests).
     pub seconds: f64,
+    /// Seconds of this machine's CPU or GPU spent answering (local
+    /// backends only; a hosted judge's device time is in its price).
+    #[serde(default)]
+    pub device_seconds: f64,
 }
 
 impl Price {
@@ -80,6 +84,7 @@ impl Ledger {
             },
             usd: self.usd * k,
             seconds: self.seconds * k,
+            device_seconds: self.device_seconds * k,
         }
     }
 }

@@ -239,7 +239,9 @@ pub fn request_body(model: &str, request: &ModelRequest) -> std::result::Result<
     if !request.stop.is_empty() {
         body["stop"] = json!(request.stop);
     }
-    if let Some(schema) = &request.json_schema {
+    let choices_schema = (!request.choices.is_empty())
+        .then(|| json!({"type": "string", "enum": request.choices}).to_string());
+    if let Some(schema) = request.json_schema.as_ref().or(choices_schema.as_ref()) {
         let schema: Value = serde_json::from_str(schema)
             .map_err(|e| format!("the query's JSON schema is not JSON: {e}"))?;
         body["response_format"] = json!({

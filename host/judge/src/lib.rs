@@ -10,15 +10,20 @@ pub mod config;
 pub mod cost;
 pub mod error;
 pub mod http;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod screen;
 pub mod scripted_server;
 
-pub use config::{BackendConfig, Budget, HttpConfig, JudgeConfig, JudgesConfig, Price};
+pub use config::{
+    BackendConfig, Budget, HttpConfig, JudgeConfig, JudgesConfig, LocalConfig, Price,
+    PromptTemplate,
+};
 pub use cost::Ledger;
 pub use error::{JudgeError, Result};
 
 use cache::DiskCache;
-use http::HttpBackend;
+use http::{Exchange, HttpBackend};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use verifine_runtime::judge_models::{JudgeModels, ModelAnswer, ModelRequest};
@@ -28,9 +33,58 @@ pub struct Judges {
     judges: BTreeMap<String, Judge>,
 }
 
+/// Who answers a judge's queries.
+enum Backend {
+    Http(HttpBackend),
+    #[cfg(feature = "local")]
+    Local(Box<local::LocalBackend>),
+}
+
+impl Backend {
+    fn new(config: &BackendConfig) -> Result<Self> {
+        match config {
+            BackendConfig::OpenaiHttp(http) => Ok(Backend::Http(HttpBackend::new(http)?)),
+            #[cfg(feature = "local")]
+            BackendConfig::LocalGguf(local) => {
+                Ok(Backend::Local(Box::new(local::LocalBackend::new(local)?)))
+            }
+            #[cfg(not(feature = "local"))]
+            BackendConfig::LocalGguf(local) => Err(JudgeError::Config(format!(
+                "{}: this build has no local judges (build verifine-judge with the `local` feature)",
+                local.path.display()
+            ))),
+        }
+    }
+
+    fn exchange_all(&self, requests: &[&ModelRequest]) -> Vec<Exchange> {
+        match self {
+            Backend::Http(http) => http.exchange_all(requests),
+            #[cfg(feature = "local")]
+            Backend::Local(local) => local.exchange_all(requests),
+        }
+    }
+
+    /// Local backends spend device time; an HTTP one waits on someone
+    /// else's.
+    fn is_local(&self) -> bool {
+        !matches!(self, Backend::Http(_))
+    }
+}
+
+/// What identifies a backend's answers in the disk cache.
+fn cache_identity(config: &BackendConfig) -> (String, String) {
+    match config {
+        BackendConfig::OpenaiHttp(http) => (http.base_url.clone(), http.model.clone()),
+        BackendConfig::LocalGguf(local) => (
+            format!("local:{}", local.path.display()),
+            format!("{:?}", local.template),
+        ),
+    }
+}
+
 /// One judge: its backend, prices, budget and spending.
 struct Judge {
-    backend: HttpBackend,
+    backend: Backend,
     base_url: String,
     model: String,
     price: Price,
@@ -44,13 +98,13 @@ impl Judges {
     pub fn new(config: &JudgesConfig) -> Result<Self> {
         let mut judges = BTreeMap::new();
         for (name, judge) in &config.judges {
-            let BackendConfig::OpenaiHttp(http) = &judge.backend;
+            let (base_url, model) = cache_identity(&judge.backend);
             judges.insert(
                 name.clone(),
                 Judge {
-                    backend: HttpBackend::new(http)?,
-                    base_url: http.base_url.clone(),
-                    model: http.model.clone(),
+                    backend: Backend::new(&judge.backend)?,
+                    base_url,
+                    model,
                     price: judge.price,
                     budget: judge.budget,
                     ledger: Mutex::new(Ledger::default()),
@@ -169,7 +223,13 @@ impl Judge {
         let mut ledger = self.ledger.lock().expect("ledger lock");
         for (i, exchange) in admitted.into_iter().zip(exchanges) {
             ledger.calls += exchange.calls;
-            match &exchange.answer {
+            if self.backend.is_local() {
+                ledger.device_seconds += exchange.seconds;
+            }
+            let answer = exchange
+                .answer
+                .and_then(|answer| pick_choice(answer, &requests[i].choices));
+            match &answer {
                 Ok(answer) => {
                     ledger.record(answer.usage, exchange.seconds, &self.price);
                     if let (Some(cache), Some(key)) = (&self.cache, &keys[i]) {
@@ -181,11 +241,36 @@ impl Judge {
                     ledger.failures += 1;
                 }
             }
-            answers[i] = Some(exchange.answer);
+            answers[i] = Some(answer);
         }
         answers
             .into_iter()
             .map(|a| a.unwrap_or_else(|| Err("unanswered".to_string())))
             .collect()
+    }
+}
+
+/// An answer to a query with choices, as exactly one of them: the text
+/// (or the JSON string an HTTP server was asked for), trimmed and compared
+/// without case. Anything else is the query's failure.
+fn pick_choice(
+    mut answer: ModelAnswer,
+    choices: &[String],
+) -> std::result::Result<ModelAnswer, String> {
+    if choices.is_empty() {
+        return Ok(answer);
+    }
+    let text = answer.text.trim();
+    let unquoted = serde_json::from_str::<String>(text).unwrap_or_else(|_| text.to_string());
+    let unquoted = unquoted.trim();
+    match choices.iter().find(|c| c.eq_ignore_ascii_case(unquoted)) {
+        Some(choice) => {
+            answer.text = choice.clone();
+            Ok(answer)
+        }
+        None => Err(format!(
+            "the answer {:?} is none of the choices {choices:?}",
+            verifine_runtime::text::sanitize(text, 80)
+        )),
     }
 }

@@ -192,3 +192,104 @@ fn the_http_judge_speaks_to_llama_server() {
     );
     std::fs::remove_dir_all(&cache).unwrap();
 }
+
+/// A JSON POST to the server by curl (the test needs no HTTP client of
+/// its own).
+fn post(port: u16, path: &str, body: &serde_json::Value) -> serde_json::Value {
+    let out = Command::new("curl")
+        .args(["-sf", "-H", "Content-Type: application/json", "-d"])
+        .arg(body.to_string())
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("curl runs");
+    assert!(out.status.success(), "POST {path} failed");
+    serde_json::from_slice(&out.stdout).expect("a JSON answer")
+}
+
+/// The local candle backend and llama.cpp, given the same GGUF file and
+/// the same prompts, agree: the same tokenization, the same greedy tokens,
+/// and log-probabilities (of the chosen and the top-5 tokens) within
+/// `TOLERANCE` nats. llama.cpp keeps its KV cache in f16 and sums in other
+/// orders, so exact equality is not expected.
+#[cfg(feature = "local")]
+#[test]
+fn the_local_backend_matches_llama_cpp() {
+    use verifine_judge::local::{LocalBackend, model::KvCache, top_k};
+    const TOLERANCE: f64 = 2e-3;
+    let root = match setup() {
+        Ok(root) => root,
+        Err(why) => {
+            eprintln!("SKIPPED the candle-vs-llama.cpp cross-check: {why}");
+            return;
+        }
+    };
+    let port = free_port();
+    let _server = Server::start(&root, port);
+    let config = verifine_judge::LocalConfig {
+        path: root.join("models/tiny.gguf"),
+        template: verifine_judge::PromptTemplate::Plain,
+        cuda: false,
+        prefix_cache_prompts: 0,
+    };
+    let local = LocalBackend::new(&config).expect("the GGUF loads in candle");
+    let texts = [
+        "Does the response mention water? Answer YES or NO.",
+        "  two  spaces, tabs\tand\nnew lines",
+        // No special-token text here: llama-server's /tokenize reads "<s>"
+        // as BOS, the local tokenizer (on purpose) as text.
+        "Unicode: é, ß, 漢字, emoji 🙂 as text",
+        "the a is it of and to in YES NO yes no 0123456789",
+    ];
+    let mut compared = 0;
+    let mut worst: f64 = 0.0;
+    for text in texts {
+        let theirs = post(port, "/tokenize", &serde_json::json!({"content": text}));
+        let theirs: Vec<u32> = serde_json::from_value(theirs["tokens"].clone()).unwrap();
+        assert_eq!(
+            local.tokenizer().encode(text, false),
+            theirs,
+            "tokens of {text:?}"
+        );
+
+        // One token per request: llama-server leaves out the probabilities
+        // of a token that ends inside a UTF-8 character, which would
+        // misalign a longer completion's list with its tokens.
+        let mut context = local.tokenizer().encode(text, true);
+        let mut cache = KvCache::default();
+        let mut next = local.model().forward(&context, &mut cache, 1).unwrap();
+        for _ in 0..8 {
+            let answer = post(
+                port,
+                "/completion",
+                &serde_json::json!({"prompt": context, "n_predict": 1, "temperature": 0,
+                    "n_probs": 5, "cache_prompt": false, "return_tokens": true}),
+            );
+            let id = answer["tokens"][0].as_u64().unwrap() as u32;
+            let row: Vec<f32> = next.squeeze(0).unwrap().to_vec1().unwrap();
+            let ours = top_k(&row, 5);
+            // A near-tie may break either way; past it the texts diverge.
+            if ours[0].1 - ours[1].1 < TOLERANCE {
+                break;
+            }
+            assert_eq!(
+                ours[0].0, id,
+                "greedy token after {context:?}: ours {ours:?}"
+            );
+            if let Some(step) = answer["completion_probabilities"].get(0) {
+                let tops = step["top_logprobs"].as_array().unwrap();
+                for (mine, theirs) in ours.iter().zip(tops) {
+                    let their_lp = theirs["logprob"].as_f64().unwrap();
+                    let diff = (mine.1 - their_lp).abs();
+                    worst = worst.max(diff);
+                    assert_eq!(mine.0 as u64, theirs["id"].as_u64().unwrap(), "top-5 order");
+                    assert!(diff < TOLERANCE, "logprob {} vs {their_lp}", mine.1);
+                }
+                compared += 1;
+            }
+            context.push(id);
+            next = local.model().forward(&[id], &mut cache, 1).unwrap();
+        }
+    }
+    eprintln!("{compared} greedy steps compared, worst log-probability difference {worst:.2e}");
+    assert!(compared >= 16, "too few steps compared: {compared}");
+}

@@ -31,6 +31,11 @@ pub struct ModelRequest {
     pub json_schema: Option<String>,
     /// Top-k log-probabilities per answer token (0: none).
     pub top_logprobs: u32,
+    /// When not empty, the answer is exactly one of these (a local model
+    /// scores each and takes the likeliest; an HTTP backend asks for a
+    /// JSON string enum). Empty: free text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
 }
 
 impl ModelRequest {
@@ -45,6 +50,7 @@ impl ModelRequest {
             stop: Vec::new(),
             json_schema: None,
             top_logprobs: 0,
+            choices: Vec::new(),
         }
     }
 }

@@ -1,0 +1,337 @@
+//! A judge model run in this process with candle: a GGUF llama/qwen2
+//! decoder ([`model`]) with its SentencePiece vocabulary ([`spm`]).
+//!
+//! **Prefix reuse.** Every prompt's KV cache is kept (a few, least
+//! recently used dropped first); a new prompt starts from the longest
+//! token prefix it shares with one of them. A rubric plugin that renders
+//! the introduction and conversation first and the criteria last (split
+//! at `# Rubric items`) thus encodes a sample's shared prefix once, however
+//! many criterion batches follow. The reused tokens are reported as cached
+//! input.
+//!
+//! **Constrained verdicts.** A query with `choices` is answered by scoring
+//! each choice as a continuation and taking the likeliest; the answer's
+//! log-probabilities are the choices' renormalized over the choices, so
+//! `exp` of the first is the confidence. A JSON schema cannot be enforced
+//! here and is ignored (the plugin parses what it gets, as with any model).
+
+pub mod model;
+pub mod spm;
+pub mod tiny;
+
+use crate::config::{LocalConfig, PromptTemplate};
+use crate::error::{JudgeError, Result};
+use crate::http::Exchange;
+use candle_core::Device;
+use model::{GgufModel, KvCache};
+use spm::SpmTokenizer;
+use std::sync::Mutex;
+use std::time::Instant;
+use verifine_base::SplitMix64;
+use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
+
+/// A prompt whose KV cache is kept for reuse.
+struct CachedPrompt {
+    tokens: Vec<u32>,
+    cache: KvCache,
+}
+
+/// A loaded local judge.
+pub struct LocalBackend {
+    model: GgufModel,
+    tokenizer: SpmTokenizer,
+    template: PromptTemplate,
+    name: String,
+    prompts: Mutex<Vec<CachedPrompt>>,
+    keep_prompts: usize,
+}
+
+impl LocalBackend {
+    /// Loads the GGUF file the config names, on the CPU or the first CUDA
+    /// device.
+    pub fn new(config: &LocalConfig) -> Result<Self> {
+        let fail = |m: String| JudgeError::Config(format!("{}: {m}", config.path.display()));
+        let device = if config.cuda {
+            Device::new_cuda(0).map_err(|e| fail(format!("CUDA device 0: {e}")))?
+        } else {
+            Device::Cpu
+        };
+        let mut file = std::fs::File::open(&config.path)
+            .map_err(|e| verifine_base::FileError::io("opening", &config.path, e))?;
+        let content = candle_core::quantized::gguf_file::Content::read(&mut file)
+            .map_err(|e| fail(format!("not a GGUF file: {e}")))?;
+        let tokenizer = SpmTokenizer::from_gguf(&content).map_err(fail)?;
+        let model = GgufModel::load(&content, &mut file, &device).map_err(fail)?;
+        Ok(LocalBackend {
+            model,
+            tokenizer,
+            template: config.template,
+            name: config
+                .path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            prompts: Mutex::new(Vec::new()),
+            keep_prompts: config.prefix_cache_prompts,
+        })
+    }
+
+    /// The vocabulary, for tests that compare tokenizations.
+    pub fn tokenizer(&self) -> &SpmTokenizer {
+        &self.tokenizer
+    }
+
+    /// The model, for tests and benchmarks that run it directly.
+    pub fn model(&self) -> &GgufModel {
+        &self.model
+    }
+
+    /// Answers every request in turn (the device is shared, not sliced).
+    pub fn exchange_all(&self, requests: &[&ModelRequest]) -> Vec<Exchange> {
+        requests
+            .iter()
+            .map(|request| {
+                let started = Instant::now();
+                let answer = self.answer(request);
+                Exchange {
+                    answer,
+                    calls: 1,
+                    seconds: started.elapsed().as_secs_f64(),
+                }
+            })
+            .collect()
+    }
+
+    /// The prompt as the model sees it.
+    pub fn render(&self, request: &ModelRequest) -> String {
+        let system = request.system.as_deref().unwrap_or("");
+        match self.template {
+            PromptTemplate::Chatml => {
+                let mut text = String::new();
+                if !system.is_empty() {
+                    text += &format!("<|im_start|>system\n{system}<|im_end|>\n");
+                }
+                text + &format!(
+                    "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n",
+                    request.prompt
+                )
+            }
+            PromptTemplate::Plain if system.is_empty() => request.prompt.clone(),
+            PromptTemplate::Plain => format!("{system}\n\n{}", request.prompt),
+        }
+    }
+
+    fn answer(&self, request: &ModelRequest) -> std::result::Result<ModelAnswer, String> {
+        let started = Instant::now();
+        let prompt = self.tokenizer.encode(&self.render(request), true);
+        let (mut cache, reused) = self.start_from_cache(&prompt)?;
+        let next = self.model.forward(&prompt[reused..], &mut cache, 1)?;
+        self.remember(&prompt, &cache);
+        let next: Vec<f32> = next
+            .squeeze(0)
+            .and_then(|t| t.to_vec1())
+            .map_err(|e| e.to_string())?;
+        let mut usage = TokenUsage {
+            input: prompt.len() as u64,
+            cached_input: reused as u64,
+            output: 0,
+        };
+        let (text, logprobs) = if request.choices.is_empty() {
+            self.generate(request, &prompt, cache, next, &mut usage)?
+        } else {
+            self.choose(request, cache, &next, &mut usage)?
+        };
+        Ok(ModelAnswer {
+            text,
+            logprobs,
+            usage,
+            model: self.name.clone(),
+            seconds: started.elapsed().as_secs_f64(),
+            cached: false,
+        })
+    }
+
+    /// The cache of the longest kept prefix of `prompt` (at least one
+    /// prompt token is always run, for the next token's distribution).
+    fn start_from_cache(&self, prompt: &[u32]) -> std::result::Result<(KvCache, usize), String> {
+        let prompts = self.prompts.lock().map_err(|e| e.to_string())?;
+        let best = prompts
+            .iter()
+            .map(|p| (common_prefix(&p.tokens, prompt).min(prompt.len() - 1), p))
+            .max_by_key(|(len, _)| *len);
+        match best {
+            Some((len, kept)) if len > 0 => Ok((kept.cache.prefix(len)?, len)),
+            _ => Ok((KvCache::default(), 0)),
+        }
+    }
+
+    fn remember(&self, prompt: &[u32], cache: &KvCache) {
+        if self.keep_prompts == 0 {
+            return;
+        }
+        let Ok(mut prompts) = self.prompts.lock() else {
+            return;
+        };
+        prompts.retain(|p| p.tokens != prompt);
+        if prompts.len() >= self.keep_prompts {
+            prompts.remove(0);
+        }
+        prompts.push(CachedPrompt {
+            tokens: prompt.to_vec(),
+            cache: cache.clone(),
+        });
+    }
+
+    fn generate(
+        &self,
+        request: &ModelRequest,
+        prompt: &[u32],
+        mut cache: KvCache,
+        mut next: Vec<f32>,
+        usage: &mut TokenUsage,
+    ) -> std::result::Result<(String, Vec<TokenLogprob>), String> {
+        let temperature = request.temperature.unwrap_or(0.0);
+        let mut rng = SplitMix64::new(prompt.iter().fold(0x9e37_79b9, |h, &t| {
+            (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3)
+        }));
+        let mut answer = Vec::new();
+        let mut logprobs = Vec::new();
+        for _ in 0..request.max_tokens {
+            let token = if temperature > 0.0 {
+                sample(&next, temperature, &mut rng)
+            } else {
+                argmax(&next)
+            };
+            if Some(token) == self.tokenizer.eos {
+                break;
+            }
+            answer.push(token);
+            usage.output += 1;
+            if request.top_logprobs > 0 {
+                logprobs.push(TokenLogprob {
+                    token: self.tokenizer.decode(&[token]),
+                    logprob: f64::from(next[token as usize]),
+                    top: top_k(&next, request.top_logprobs as usize)
+                        .into_iter()
+                        .map(|(id, lp)| (self.tokenizer.decode(&[id]), lp))
+                        .collect(),
+                });
+            }
+            let text = self.tokenizer.decode(&answer);
+            if let Some(at) = request
+                .stop
+                .iter()
+                .filter_map(|s| text.find(s.as_str()))
+                .min()
+            {
+                return Ok((text[..at].to_string(), logprobs));
+            }
+            if cache.len() + 1 >= self.model.context_length {
+                break;
+            }
+            let out = self.model.forward(&[token], &mut cache, 1)?;
+            next = out
+                .squeeze(0)
+                .and_then(|t| t.to_vec1())
+                .map_err(|e| e.to_string())?;
+        }
+        Ok((self.tokenizer.decode(&answer), logprobs))
+    }
+
+    fn choose(
+        &self,
+        request: &ModelRequest,
+        cache: KvCache,
+        next: &[f32],
+        usage: &mut TokenUsage,
+    ) -> std::result::Result<(String, Vec<TokenLogprob>), String> {
+        let mut scores = Vec::with_capacity(request.choices.len());
+        for choice in &request.choices {
+            let tokens = self.tokenizer.encode_continuation(choice);
+            let Some((&first, rest)) = tokens.split_first() else {
+                return Err("an empty choice".to_string());
+            };
+            let mut score = f64::from(next[first as usize]);
+            if !rest.is_empty() {
+                let mut branch = cache.clone();
+                let out =
+                    self.model
+                        .forward(&tokens[..tokens.len() - 1], &mut branch, rest.len())?;
+                let rows: Vec<Vec<f32>> = out.to_vec2().map_err(|e| e.to_string())?;
+                score += rest
+                    .iter()
+                    .zip(rows)
+                    .map(|(&t, row)| f64::from(row[t as usize]))
+                    .sum::<f64>();
+            }
+            scores.push(score);
+        }
+        let norm = log_sum_exp(&scores);
+        let mut ranked: Vec<(String, f64)> = request
+            .choices
+            .iter()
+            .cloned()
+            .zip(scores.iter().map(|s| s - norm))
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let (text, logprob) = ranked[0].clone();
+        usage.output += self.tokenizer.encode_continuation(&text).len() as u64;
+        Ok((
+            text.clone(),
+            vec![TokenLogprob {
+                token: text,
+                logprob,
+                top: ranked,
+            }],
+        ))
+    }
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn argmax(logprobs: &[f32]) -> u32 {
+    logprobs
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
+        .map_or(0, |(i, _)| i as u32)
+}
+
+/// The `k` likeliest tokens, strongest first.
+pub fn top_k(logprobs: &[f32], k: usize) -> Vec<(u32, f64)> {
+    let mut ids: Vec<u32> = (0..logprobs.len() as u32).collect();
+    ids.sort_by(|&a, &b| {
+        logprobs[b as usize]
+            .total_cmp(&logprobs[a as usize])
+            .then(a.cmp(&b))
+    });
+    ids.into_iter()
+        .take(k)
+        .map(|id| (id, f64::from(logprobs[id as usize])))
+        .collect()
+}
+
+fn sample(logprobs: &[f32], temperature: f32, rng: &mut SplitMix64) -> u32 {
+    let scaled: Vec<f64> = logprobs
+        .iter()
+        .map(|&l| f64::from(l / temperature))
+        .collect();
+    let norm = log_sum_exp(&scaled);
+    let mut u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    for (i, s) in scaled.iter().enumerate() {
+        u -= (s - norm).exp();
+        if u <= 0.0 {
+            return i as u32;
+        }
+    }
+    argmax(logprobs)
+}
+
+fn log_sum_exp(values: &[f64]) -> f64 {
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !max.is_finite() {
+        return max;
+    }
+    max + values.iter().map(|v| (v - max).exp()).sum::<f64>().ln()
+}

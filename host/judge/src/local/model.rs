@@ -1,0 +1,361 @@
+//! A llama- or qwen2-architecture decoder read from GGUF, for inference
+//! only: its weights stay in their quantized form (`QMatMul`), and the
+//! forward pass extends a [`KvCache`] that can be cut back to any prefix,
+//! which is what lets a judge encode a shared prompt prefix once.
+//!
+//! Written against llama.cpp's definition: RMS norm, rotary embeddings on
+//! adjacent pairs (llama) or on halves (qwen2, which also has q/k/v
+//! biases), grouped-query attention where query head `h` reads KV head
+//! `h / (heads / kv_heads)`, and a SiLU-gated MLP.
+
+use candle_core::quantized::{QMatMul, gguf_file::Content};
+use candle_core::{D, DType, Device, Module, Tensor};
+use std::io::{Read, Seek};
+
+type Result<T> = std::result::Result<T, String>;
+
+/// How rotary embeddings pair up the dimensions of a head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// (x0, x1), (x2, x3) … — llama.
+    Adjacent,
+    /// (x0, x_{d/2}), (x1, x_{d/2+1}) … — qwen2 (GPT-NeoX).
+    Halves,
+}
+
+struct Layer {
+    attn_norm: Tensor,
+    q: QMatMul,
+    k: QMatMul,
+    v: QMatMul,
+    q_bias: Option<Tensor>,
+    k_bias: Option<Tensor>,
+    v_bias: Option<Tensor>,
+    o: QMatMul,
+    ffn_norm: Tensor,
+    gate: QMatMul,
+    up: QMatMul,
+    down: QMatMul,
+}
+
+/// The decoder's weights and shape.
+pub struct GgufModel {
+    embedding: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    output: QMatMul,
+    cos: Tensor,
+    sin: Tensor,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    eps: f64,
+    rope: RopeStyle,
+    /// Longest sequence the rotary tables cover.
+    pub context_length: usize,
+    device: Device,
+}
+
+/// Keys and values of every layer for the tokens seen so far.
+#[derive(Clone, Default)]
+pub struct KvCache {
+    layers: Vec<(Tensor, Tensor)>,
+    len: usize,
+}
+
+impl KvCache {
+    /// Tokens held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no token is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The cache of the first `len` tokens (shares storage until extended).
+    pub fn prefix(&self, len: usize) -> Result<KvCache> {
+        if len >= self.len {
+            return Ok(self.clone());
+        }
+        if len == 0 {
+            return Ok(KvCache::default());
+        }
+        let layers = self
+            .layers
+            .iter()
+            .map(|(k, v)| {
+                Ok((
+                    k.narrow(2, 0, len).map_err(e)?,
+                    v.narrow(2, 0, len).map_err(e)?,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        Ok(KvCache { layers, len })
+    }
+}
+
+fn e(err: candle_core::Error) -> String {
+    err.to_string()
+}
+
+impl GgufModel {
+    /// Loads the model described by `content` from `reader`.
+    pub fn load<R: Read + Seek>(
+        content: &Content,
+        reader: &mut R,
+        device: &Device,
+    ) -> Result<Self> {
+        let arch = content
+            .metadata
+            .get("general.architecture")
+            .and_then(|v| v.to_string().ok())
+            .cloned()
+            .unwrap_or_default();
+        let rope = match arch.as_str() {
+            "llama" => RopeStyle::Adjacent,
+            "qwen2" => RopeStyle::Halves,
+            other => {
+                return Err(format!(
+                    "architecture {other:?} is not supported (llama, qwen2)"
+                ));
+            }
+        };
+        let meta = |key: &str| -> Result<&candle_core::quantized::gguf_file::Value> {
+            let full = format!("{arch}.{key}");
+            content
+                .metadata
+                .get(&full)
+                .ok_or_else(|| format!("{full} is missing"))
+        };
+        let int = |key: &str| -> Result<usize> {
+            Ok(meta(key)?
+                .to_u32()
+                .map_err(|err| format!("{arch}.{key}: {err}"))? as usize)
+        };
+        let embedding_length = int("embedding_length")?;
+        let heads = int("attention.head_count")?;
+        let kv_heads = int("attention.head_count_kv").unwrap_or(heads);
+        let blocks = int("block_count")?;
+        let context_length = int("context_length")?.min(32_768);
+        let eps = meta("attention.layer_norm_rms_epsilon")
+            .and_then(|v| v.to_f32().map_err(e))
+            .unwrap_or(1e-5) as f64;
+        let freq_base = meta("rope.freq_base")
+            .and_then(|v| v.to_f32().map_err(e))
+            .unwrap_or(10_000.0);
+        if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 || embedding_length % heads != 0 {
+            return Err(format!(
+                "{heads} heads, {kv_heads} KV heads and width {embedding_length} do not fit"
+            ));
+        }
+        let head_dim = embedding_length / heads;
+        let mut tensor = |name: &str| {
+            content
+                .tensor(reader, name, device)
+                .map_err(|err| format!("{name}: {err}"))
+        };
+        let dense = |t: candle_core::quantized::QTensor| t.dequantize(device).map_err(e);
+        let matmul = |t| QMatMul::from_qtensor(t).map_err(e);
+        let embedding = dense(tensor("token_embd.weight")?)?;
+        let mut layers = Vec::with_capacity(blocks);
+        for i in 0..blocks {
+            let p = format!("blk.{i}");
+            let bias = |t: std::result::Result<candle_core::quantized::QTensor, String>| {
+                t.ok().map(dense).transpose()
+            };
+            layers.push(Layer {
+                attn_norm: dense(tensor(&format!("{p}.attn_norm.weight"))?)?,
+                q: matmul(tensor(&format!("{p}.attn_q.weight"))?)?,
+                k: matmul(tensor(&format!("{p}.attn_k.weight"))?)?,
+                v: matmul(tensor(&format!("{p}.attn_v.weight"))?)?,
+                q_bias: bias(tensor(&format!("{p}.attn_q.bias")))?,
+                k_bias: bias(tensor(&format!("{p}.attn_k.bias")))?,
+                v_bias: bias(tensor(&format!("{p}.attn_v.bias")))?,
+                o: matmul(tensor(&format!("{p}.attn_output.weight"))?)?,
+                ffn_norm: dense(tensor(&format!("{p}.ffn_norm.weight"))?)?,
+                gate: matmul(tensor(&format!("{p}.ffn_gate.weight"))?)?,
+                up: matmul(tensor(&format!("{p}.ffn_up.weight"))?)?,
+                down: matmul(tensor(&format!("{p}.ffn_down.weight"))?)?,
+            });
+        }
+        let norm = dense(tensor("output_norm.weight")?)?;
+        // Tied embeddings: no separate output matrix.
+        let output = match tensor("output.weight") {
+            Ok(t) => matmul(t)?,
+            Err(_) => QMatMul::Tensor(embedding.clone()),
+        };
+        let (cos, sin) = rotary_tables(head_dim, context_length, freq_base, device)?;
+        Ok(GgufModel {
+            embedding,
+            layers,
+            norm,
+            output,
+            cos,
+            sin,
+            heads,
+            kv_heads,
+            head_dim,
+            eps,
+            rope,
+            context_length,
+            device: device.clone(),
+        })
+    }
+
+    /// Runs `tokens` after what `cache` holds, extending it, and returns
+    /// the log-probabilities of the next token after each of the last
+    /// `keep` positions (`[keep, vocab]`, f32).
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, keep: usize) -> Result<Tensor> {
+        let past = cache.len;
+        let t = tokens.len();
+        if t == 0 || keep == 0 || keep > t {
+            return Err(format!("forward of {t} tokens keeping {keep}"));
+        }
+        if past + t > self.context_length {
+            return Err(format!(
+                "{} tokens exceed the context length {}",
+                past + t,
+                self.context_length
+            ));
+        }
+        let ids = Tensor::new(tokens, &self.device).map_err(e)?;
+        let mut x = self
+            .embedding
+            .index_select(&ids, 0)
+            .map_err(e)?
+            .unsqueeze(0)
+            .map_err(e)?;
+        let mask = causal_mask(t, past, &self.device)?;
+        let cos = self.cos.narrow(0, past, t).map_err(e)?;
+        let sin = self.sin.narrow(0, past, t).map_err(e)?;
+        let mut next_layers = Vec::with_capacity(self.layers.len());
+        for (i, layer) in self.layers.iter().enumerate() {
+            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.eps as f32).map_err(e)?;
+            let project = |w: &QMatMul, b: &Option<Tensor>, heads: usize| -> Result<Tensor> {
+                let mut y = w.forward(&h).map_err(e)?;
+                if let Some(b) = b {
+                    y = y.broadcast_add(b).map_err(e)?;
+                }
+                y.reshape((1, t, heads, self.head_dim))
+                    .and_then(|y| y.transpose(1, 2))
+                    .and_then(|y| y.contiguous())
+                    .map_err(e)
+            };
+            let q = self.rotate(&project(&layer.q, &layer.q_bias, self.heads)?, &cos, &sin)?;
+            let k = self.rotate(
+                &project(&layer.k, &layer.k_bias, self.kv_heads)?,
+                &cos,
+                &sin,
+            )?;
+            let v = project(&layer.v, &layer.v_bias, self.kv_heads)?;
+            let (k, v) = match cache.layers.get(i) {
+                Some((pk, pv)) => (
+                    Tensor::cat(&[pk, &k], 2).map_err(e)?,
+                    Tensor::cat(&[pv, &v], 2).map_err(e)?,
+                ),
+                None => (k, v),
+            };
+            next_layers.push((k.clone(), v.clone()));
+            let attended = self.attend(&q, &k, &v, &mask)?;
+            let attended = attended
+                .transpose(1, 2)
+                .and_then(|a| a.reshape((1, t, self.heads * self.head_dim)))
+                .map_err(e)?;
+            x = (x + layer.o.forward(&attended).map_err(e)?).map_err(e)?;
+            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.eps as f32).map_err(e)?;
+            let gated = candle_nn::ops::silu(&layer.gate.forward(&h).map_err(e)?).map_err(e)?;
+            let mlp = layer
+                .down
+                .forward(&(gated * layer.up.forward(&h).map_err(e)?).map_err(e)?);
+            x = (x + mlp.map_err(e)?).map_err(e)?;
+        }
+        cache.layers = next_layers;
+        cache.len = past + t;
+        let last = x.narrow(1, t - keep, keep).map_err(e)?;
+        let last = candle_nn::ops::rms_norm(&last, &self.norm, self.eps as f32).map_err(e)?;
+        let logits = self
+            .output
+            .forward(&last)
+            .map_err(e)?
+            .squeeze(0)
+            .map_err(e)?;
+        candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1).map_err(e)
+    }
+
+    fn rotate(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+        match self.rope {
+            RopeStyle::Adjacent => candle_nn::rotary_emb::rope_i(x, cos, sin),
+            RopeStyle::Halves => candle_nn::rotary_emb::rope(x, cos, sin),
+        }
+        .map_err(e)
+    }
+
+    fn attend(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &Option<Tensor>) -> Result<Tensor> {
+        let repeat = self.heads / self.kv_heads;
+        let widen = |x: &Tensor| -> Result<Tensor> {
+            if repeat == 1 {
+                return Ok(x.clone());
+            }
+            let (b, kv, len, d) = x.dims4().map_err(e)?;
+            x.unsqueeze(2)
+                .and_then(|x| x.expand((b, kv, repeat, len, d)))
+                .and_then(|x| x.reshape((b, kv * repeat, len, d)))
+                .map_err(e)
+        };
+        let (k, v) = (widen(k)?, widen(v)?);
+        let scale = 1.0 / (self.head_dim as f64).sqrt();
+        let mut scores = (q
+            .matmul(&k.t().map_err(e)?.contiguous().map_err(e)?)
+            .map_err(e)?
+            * scale)
+            .map_err(e)?;
+        if let Some(mask) = mask {
+            scores = scores.broadcast_add(mask).map_err(e)?;
+        }
+        let weights = candle_nn::ops::softmax_last_dim(&scores).map_err(e)?;
+        weights.matmul(&v.contiguous().map_err(e)?).map_err(e)
+    }
+}
+
+/// `-inf` where position `past + i` would see a later token; `None` for a
+/// single new token, which sees everything.
+fn causal_mask(t: usize, past: usize, device: &Device) -> Result<Option<Tensor>> {
+    if t == 1 {
+        return Ok(None);
+    }
+    let values: Vec<f32> = (0..t)
+        .flat_map(|i| {
+            (0..past + t).map(move |j| if j > past + i { f32::NEG_INFINITY } else { 0.0 })
+        })
+        .collect();
+    Tensor::from_vec(values, (t, past + t), device)
+        .map(Some)
+        .map_err(e)
+}
+
+fn rotary_tables(
+    head_dim: usize,
+    len: usize,
+    base: f32,
+    device: &Device,
+) -> Result<(Tensor, Tensor)> {
+    let half = head_dim / 2;
+    let inverse: Vec<f32> = (0..half)
+        .map(|i| 1.0 / base.powf(2.0 * i as f32 / head_dim as f32))
+        .collect();
+    let mut cos = Vec::with_capacity(len * half);
+    let mut sin = Vec::with_capacity(len * half);
+    for position in 0..len {
+        for f in &inverse {
+            let angle = position as f32 * f;
+            cos.push(angle.cos());
+            sin.push(angle.sin());
+        }
+    }
+    Ok((
+        Tensor::from_vec(cos, (len, half), device).map_err(e)?,
+        Tensor::from_vec(sin, (len, half), device).map_err(e)?,
+    ))
+}

@@ -1,0 +1,189 @@
+//! The local candle backend on random-weight GGUF models written here:
+//! what is tested is the machinery — prefix reuse changes nothing but the
+//! work done, constrained choices, stop strings, cost, and clear refusals
+//! of files that are not models it can run.
+#![cfg(feature = "local")]
+
+use std::path::PathBuf;
+use verifine_judge::local::LocalBackend;
+use verifine_judge::local::tiny::{TinySpec, write_tiny_llama};
+use verifine_judge::{Judges, JudgesConfig, LocalConfig, PromptTemplate};
+use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("verifine-local-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn tiny_model(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("tiny.gguf");
+    write_tiny_llama(&path, TinySpec::default()).unwrap();
+    path
+}
+
+fn backend(path: &std::path::Path, keep: usize) -> LocalBackend {
+    LocalBackend::new(&LocalConfig {
+        path: path.to_path_buf(),
+        template: PromptTemplate::Chatml,
+        cuda: false,
+        prefix_cache_prompts: keep,
+    })
+    .unwrap()
+}
+
+/// Three criterion batches of one sample: the same introduction and
+/// conversation, different rubric items.
+fn criterion_prompts() -> Vec<ModelRequest> {
+    let prefix = "You are grading a conversation.\n\n# Conversation\nuser: my head hurts, what should I do?\nassistant: rest, drink water, and see a doctor if it lasts.\n\n# Rubric items\n";
+    ["advises rest", "mentions water", "suggests seeing a doctor"]
+        .iter()
+        .map(|item| ModelRequest {
+            top_logprobs: 3,
+            ..ModelRequest::new(format!("{prefix}- {item}\nAnswer YES or NO."), 6)
+        })
+        .collect()
+}
+
+#[test]
+fn prefix_reuse_changes_the_work_not_the_answers() {
+    let dir = scratch("prefix");
+    let model = tiny_model(&dir);
+    let prompts = criterion_prompts();
+    let asked: Vec<&ModelRequest> = prompts.iter().collect();
+    let reuser = backend(&model, 8);
+    let reusing = reuser.exchange_all(&asked);
+    let fresh = backend(&model, 0).exchange_all(&asked);
+    for (r, f) in reusing.iter().zip(&fresh) {
+        let (r, f) = (r.answer.as_ref().unwrap(), f.answer.as_ref().unwrap());
+        assert_eq!(r.text, f.text);
+        for (a, b) in r.logprobs.iter().zip(&f.logprobs) {
+            assert_eq!(a.token, b.token);
+            assert!((a.logprob - b.logprob).abs() < 1e-4, "{a:?} vs {b:?}");
+        }
+        assert_eq!(r.usage.input, f.usage.input);
+        assert_eq!(f.usage.cached_input, 0);
+    }
+    let first = reusing[0].answer.as_ref().unwrap().usage;
+    assert_eq!(first.cached_input, 0, "nothing to reuse for the first");
+    // Everything the prompts share (introduction, conversation, the
+    // marker) is encoded once.
+    let tokens = |r: &ModelRequest| reuser.tokenizer().encode(&reuser.render(r), true);
+    for (later, request) in reusing.iter().zip(&prompts).skip(1) {
+        let usage = later.answer.as_ref().unwrap().usage;
+        let shared = tokens(&prompts[0])
+            .iter()
+            .zip(tokens(request))
+            .take_while(|(a, b)| **a == *b)
+            .count();
+        assert!(shared > 100);
+        assert_eq!(usage.cached_input, shared as u64, "{usage:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn choices_constrain_the_answer_and_give_a_confidence() {
+    let dir = scratch("choices");
+    let model = tiny_model(&dir);
+    let local = backend(&model, 4);
+    let request = ModelRequest {
+        choices: vec!["YES".into(), "NO".into()],
+        ..criterion_prompts()[1].clone()
+    };
+    let answer = local.exchange_all(&[&request]).remove(0).answer.unwrap();
+    assert!(answer.text == "YES" || answer.text == "NO", "{answer:?}");
+    let top = &answer.logprobs[0].top;
+    assert_eq!(top.len(), 2);
+    assert_eq!(top[0].0, answer.text);
+    let total: f64 = top.iter().map(|(_, lp)| lp.exp()).sum();
+    assert!(
+        (total - 1.0).abs() < 1e-9,
+        "renormalized over the choices: {total}"
+    );
+    assert!(top[0].1 >= top[1].1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn answers_stop_at_stop_strings_and_max_tokens_and_sampling_is_repeatable() {
+    let dir = scratch("stop");
+    let model = tiny_model(&dir);
+    let local = backend(&model, 0);
+    let long = ModelRequest::new("Say anything.", 12);
+    let free = local.exchange_all(&[&long]).remove(0).answer.unwrap();
+    assert!(free.usage.output <= 12);
+    if let Some(cut) = free.text.chars().nth(2).map(String::from) {
+        let stopped = ModelRequest {
+            stop: vec![cut.clone()],
+            ..long.clone()
+        };
+        let answer = local.exchange_all(&[&stopped]).remove(0).answer.unwrap();
+        assert!(
+            !answer.text.contains(&cut),
+            "{:?} holds the stop {cut:?}",
+            answer.text
+        );
+        assert!(free.text.starts_with(&answer.text));
+    }
+    let warm = ModelRequest {
+        temperature: Some(1.0),
+        ..long
+    };
+    let a = local.exchange_all(&[&warm]).remove(0).answer.unwrap();
+    let b = local.exchange_all(&[&warm]).remove(0).answer.unwrap();
+    assert_eq!(a.text, b.text, "a prompt seeds its own sampling");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_local_judge_counts_tokens_and_device_seconds() {
+    let dir = scratch("ledger");
+    let model = tiny_model(&dir);
+    let text = format!(
+        "[judges.judge]\nbackend = {{ kind = \"local-gguf\", path = {:?} }}\nprice = {{ input = 1.0, output = 2.0 }}\n",
+        model.display().to_string()
+    );
+    let judges = Judges::new(&JudgesConfig::parse(&text, "local.toml").unwrap()).unwrap();
+    let answers = judges.ask("test", &criterion_prompts());
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    let ledger = judges.ledgers()["judge"];
+    assert_eq!(ledger.calls, 3);
+    assert!(ledger.device_seconds > 0.0 && ledger.usage.cached_input > 0);
+    let fresh = ledger.usage.input - ledger.usage.cached_input;
+    let expected = (fresh as f64 * 1.0 + ledger.usage.output as f64 * 2.0) / 1e6;
+    assert!((ledger.usd - expected).abs() < 1e-12);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn files_it_cannot_run_are_refused_with_their_path() {
+    let dir = scratch("hostile");
+    let refuse = |path: &std::path::Path| {
+        LocalBackend::new(&LocalConfig {
+            path: path.to_path_buf(),
+            template: PromptTemplate::Plain,
+            cuda: false,
+            prefix_cache_prompts: 0,
+        })
+        .err()
+        .expect("refused")
+        .to_string()
+    };
+    let missing = dir.join("missing.gguf");
+    assert!(refuse(&missing).contains("missing.gguf"));
+    let text = dir.join("text.gguf");
+    std::fs::write(&text, "not a model").unwrap();
+    let error = refuse(&text);
+    assert!(
+        error.contains("text.gguf") && error.contains("GGUF"),
+        "{error}"
+    );
+    let model = tiny_model(&dir);
+    let bytes = std::fs::read(&model).unwrap();
+    let cut = dir.join("cut.gguf");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(refuse(&cut).contains("cut.gguf"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
