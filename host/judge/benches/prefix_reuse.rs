@@ -1,0 +1,124 @@
+//! Prefix reuse on the local backend: one HealthBench sample (its real
+//! conversation from `../shared/data`, a response) judged on three rubric
+//! items, one query each, all sharing the introduction + conversation
+//! prefix up to `# Rubric items`. With reuse the prefix is encoded once;
+//! without (the anchor, same run, same model) every query encodes all of
+//! it. Prints tokens encoded and milliseconds per sample, best of `ROUNDS`.
+//!
+//!     cargo bench -p verifine-judge --features local --bench prefix_reuse
+
+use std::time::Instant;
+use verifine_judge::local::LocalBackend;
+use verifine_judge::local::tiny::{TinySpec, write_tiny_llama};
+use verifine_judge::{LocalConfig, PromptTemplate};
+use verifine_runtime::judge_models::ModelRequest;
+
+const ROUNDS: usize = 5;
+
+fn sample_queries() -> Vec<ModelRequest> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/healthbench/examples.jsonl"
+    );
+    let text = std::fs::read_to_string(path).expect("the shared HealthBench examples");
+    let row: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let conversation: String = row["prompt"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}: {}\n",
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let prefix = format!(
+        "Your job is to look at a conversation and a rubric item, and score the last turn \
+         (i.e., the last assistant response) on how well it follows the rubric item.\n\n\
+         # Conversation\n{conversation}assistant: Start with a visit to your OB-GYN or \
+         primary care provider, then book weekly talk therapy.\n\n# Rubric items\n"
+    );
+    row["rubrics"].as_array().unwrap()[..3]
+        .iter()
+        .map(|item| ModelRequest {
+            choices: vec!["YES".into(), "NO".into()],
+            ..ModelRequest::new(
+                format!(
+                    "{prefix}- {}\n\nIs the rubric item met? Answer YES or NO.",
+                    item["criterion"].as_str().unwrap()
+                ),
+                1,
+            )
+        })
+        .collect()
+}
+
+/// (tokens encoded, best milliseconds) for one sample's three queries.
+fn measure(local_keep: usize, model: &std::path::Path, queries: &[ModelRequest]) -> (u64, f64) {
+    let backend = LocalBackend::new(&LocalConfig {
+        path: model.to_path_buf(),
+        template: PromptTemplate::Chatml,
+        cuda: false,
+        prefix_cache_prompts: local_keep,
+    })
+    .unwrap();
+    let asked: Vec<&ModelRequest> = queries.iter().collect();
+    let mut best = f64::INFINITY;
+    let mut encoded = 0;
+    for round in 0..ROUNDS {
+        // A new sample each round: nothing kept from the last one applies
+        // (a distinct first byte changes every prompt's first tokens).
+        let fresh: Vec<ModelRequest> = asked
+            .iter()
+            .map(|q| ModelRequest {
+                prompt: format!("[{round}] {}", q.prompt),
+                ..(*q).clone()
+            })
+            .collect();
+        let fresh: Vec<&ModelRequest> = fresh.iter().collect();
+        let started = Instant::now();
+        let exchanges = backend.exchange_all(&fresh);
+        best = best.min(started.elapsed().as_secs_f64() * 1e3);
+        encoded = exchanges
+            .iter()
+            .map(|e| {
+                let usage = e.answer.as_ref().unwrap().usage;
+                usage.input - usage.cached_input
+            })
+            .sum();
+    }
+    (encoded, best)
+}
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("verifine-prefix-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("judge.gguf");
+    let spec = TinySpec {
+        width: 256,
+        layers: 4,
+        heads: 8,
+        kv_heads: 4,
+        ff: 768,
+        context: 4096,
+        q8: true,
+        seed: 1,
+    };
+    write_tiny_llama(&model, spec).unwrap();
+    let queries = sample_queries();
+    let (anchor_tokens, anchor_ms) = measure(0, &model, &queries);
+    let (tokens, ms) = measure(8, &model, &queries);
+    println!(
+        "model: random llama GGUF, width 256, 4 layers, 8 heads (4 KV), Q8_0, byte-level vocabulary"
+    );
+    println!("no reuse (anchor): {anchor_tokens} tokens encoded, {anchor_ms:.1} ms per sample");
+    println!("prefix reuse:      {tokens} tokens encoded, {ms:.1} ms per sample");
+    println!(
+        "ratio: {:.2}x fewer tokens, {:.2}x faster",
+        anchor_tokens as f64 / tokens as f64,
+        anchor_ms / ms
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
