@@ -158,31 +158,38 @@ fn conversation(row: &Value) -> String {
 }
 
 /// With no verdicts in the data, `healthbench` asks the configured judge
-/// model once per rubric item; the totals follow the judge's answers and
-/// the summary carries what the judge cost.
+/// model with HealthBench's grader template, three rubric items per query
+/// (the default batch), every query of a sample sharing its text up to
+/// `# Rubric items`; the totals follow the judge's answers and the summary
+/// carries what the judge cost.
 #[test]
 fn healthbench_examples_score_through_a_judge_model_with_cost() {
     use verifine_judge::scripted_server::{completion, serve};
     let dir = scratch_dir("healthbench-judge");
-    // The judge says YES when the rubric item has an even number of characters.
-    let met = |criterion: &str| criterion.chars().count() % 2 == 0;
+    // The judge says YES when the rubric item has an even number of
+    // characters (the template puts each item on one line).
+    let met = |criterion: &str| {
+        let words: Vec<&str> = criterion.split_whitespace().collect();
+        words.join(" ").chars().count() % 2 == 0
+    };
     let server = serve(move |_, body| {
-        let question = body["messages"][1]["content"].as_str().unwrap_or_default();
-        let item = question.split("Rubric item: ").nth(1).unwrap_or_default();
-        let item = item
-            .split("\nDoes the response meet")
-            .next()
-            .unwrap_or_default();
-        completion(if met(item) { "YES" } else { "NO" })
+        let question = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let items = question.split("# Rubric items\n").nth(1).unwrap_or_default();
+        let items = items.split("\n\n# Instructions").next().unwrap_or_default();
+        let verdicts: Vec<bool> = items
+            .lines()
+            .map(|line| met(line.split_once(". ").map_or(line, |(_, item)| item)))
+            .collect();
+        completion(&serde_json::to_string(&verdicts).unwrap())
     });
     let source = std::fs::read_to_string(shared_data("healthbench/examples.jsonl")).unwrap();
     let mut inputs = Vec::new();
     let mut expected = Vec::new();
-    let mut items = 0;
+    let mut queries = 0;
     for text in source.lines() {
         let row: Value = serde_json::from_str(text).unwrap();
         let rubrics = row["rubrics"].as_array().unwrap();
-        items += rubrics.len();
+        queries += rubrics.len().div_ceil(3);
         let (mut achieved, mut positive) = (0.0, 0.0);
         for r in rubrics {
             let points = r["points"].as_f64().unwrap();
@@ -221,12 +228,23 @@ fn healthbench_examples_score_through_a_judge_model_with_cost() {
     .unwrap();
     assert_eq!(summary.errors, 0);
     assert_totals(&output, &expected);
-    // One call per rubric item; each answer reports 30 input (10 cached)
-    // and 5 output tokens.
+    // One call per three rubric items; each answer reports 30 input (10
+    // cached) and 5 output tokens.
     let cost = &summary.judges["judge"];
-    assert_eq!(cost.total.calls, items as u64);
-    assert_eq!(server.received.lock().unwrap().len(), items);
-    let usd = items as f64 * (20.0 * 1.0 + 10.0 * 0.5 + 5.0 * 4.0) / 1e6;
+    assert_eq!(cost.total.calls, queries as u64);
+    let received = server.received.lock().unwrap();
+    assert_eq!(received.len(), queries);
+    // A sample's queries differ only after the marker.
+    let mut prefixes = std::collections::BTreeMap::new();
+    for request in received.iter() {
+        let text = request.body["messages"][0]["content"].as_str().unwrap();
+        let (prefix, _) = text.split_once("# Rubric items\n").expect("the marker");
+        let conversation = prefix.split("assistant: ").next().unwrap().to_string();
+        let first = prefixes.entry(conversation).or_insert_with(|| prefix.to_string());
+        assert_eq!(first, prefix);
+    }
+    assert_eq!(prefixes.len(), 30, "one shared prefix per sample");
+    let usd = queries as f64 * (20.0 * 1.0 + 10.0 * 0.5 + 5.0 * 4.0) / 1e6;
     assert!((cost.total.usd - usd).abs() < 1e-12, "{cost:?}");
     assert!((cost.per_1000_tasks.usd - usd * 1000.0 / 30.0).abs() < 1e-9);
     assert!(summary.to_string().contains("judge judge: calls="));

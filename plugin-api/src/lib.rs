@@ -41,6 +41,7 @@ mod builders;
 mod host_calls;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
+pub mod row_rubric;
 pub mod verdicts;
 
 pub use builders::NoConfig;

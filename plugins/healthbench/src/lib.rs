@@ -2,14 +2,38 @@
 //!
 //! Each data row carries its own rubric items `{criterion, points, tags}` in
 //! the sample's context. An item is met per a verdict in the context (`met` on
-//! the item, or a parallel `verdicts` list) or per the judge model.
+//! the item, or a parallel `verdicts` list) or per the judge model, asked with
+//! HealthBench's grader template, `batch` items per query (config, default 3;
+//! `batch = 1` asks for an explanation with each verdict).
 //!
 //! score = Σ points of met items / Σ positive points — not clipped per sample,
 //! and none when no item has positive points (HealthBench's own rule; the
 //! dataset-level mean is clipped to [0, 1] by the host's report).
 
-use verifine_plugin_api::verdicts::{RubricItem, judge_row_rubric};
+use serde::Deserialize;
+use verifine_plugin_api::row_rubric::{Grader, judge_row_rubric};
 use verifine_plugin_api::*;
+
+/// `[rubric.config]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Rubric items per judge-model query.
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+}
+
+fn default_batch() -> usize {
+    3
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            batch: default_batch(),
+        }
+    }
+}
 
 /// The plugin.
 pub struct HealthBench;
@@ -29,25 +53,19 @@ pub fn score(points: &[f64], met: &[bool]) -> Option<f64> {
     Some(achieved / positive)
 }
 
-fn grading_question(sample: &Sample, item: &RubricItem) -> String {
-    format!(
-        "Conversation:\n{}\n\nResponse to grade:\n{}\n\nRubric item: {}\n\
-         Does the response meet this rubric item? (For an undesirable behaviour, \
-         YES means the response exhibits it.)",
-        sample.prompt, sample.response, item.criterion
-    )
-}
-
 impl Rubric for HealthBench {
-    type Config = NoConfig;
+    type Config = Config;
 
     fn describe() -> RubricInfo {
         // Criteria come with each data row; see `Judgment::criteria`.
         RubricInfo::new("healthbench", env!("CARGO_PKG_VERSION"))
     }
 
-    fn judge(_: &NoConfig, _: &Context, sample: &Sample) -> Result<Judgment, String> {
-        let row = judge_row_rubric(sample, grading_question)?;
+    fn judge(config: &Config, _: &Context, sample: &Sample) -> Result<Judgment, String> {
+        if config.batch == 0 {
+            return Err("batch must be at least 1".to_string());
+        }
+        let row = judge_row_rubric(sample, &Grader::CONVERSATION.with_batch(config.batch))?;
         let met = row.met;
         let total = score(&row.points, &met);
         let explanation = match total {

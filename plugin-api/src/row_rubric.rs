@@ -1,0 +1,283 @@
+//! Rubric items that come with each data row (HealthBench, PRBench), graded
+//! by the host's judge model with the grader template HealthBench
+//! describes: up to `batch` items per query, answered as an ordered JSON
+//! list of verdicts; with `batch = 1`, one JSON object with an explanation
+//! and `criteria_met`.
+//!
+//! Every query of a sample starts with the same text — the introduction,
+//! the conversation and the `# Rubric items` marker — and only the items
+//! after the marker differ, so a provider's prompt cache or the local
+//! judge's prefix reuse encodes that shared prefix once per sample.
+//!
+//! A plugin author's whole judge-backed rubric is then a [`Grader`] and a
+//! scoring rule over [`JudgedRow::met`] and [`JudgedRow::points`].
+
+use crate::verdicts::PrejudgedVerdict;
+use crate::{Criterion, ModelQuery, Sample, Verdict, judge_model};
+use serde::Deserialize;
+
+/// Where the shared prefix of a sample's grading queries ends.
+pub const RUBRIC_ITEMS_MARKER: &str = "# Rubric items";
+
+/// One rubric item that came with a data row (HealthBench / PRBench format).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RubricItem {
+    /// The criterion text; becomes the description the judge model is asked about.
+    pub criterion: String,
+    /// Signed weight (`weight` is accepted too); negative points penalize.
+    #[serde(alias = "weight")]
+    pub points: f64,
+    /// Free-form tags; an `axis:NAME` tag sets the criterion's dimension.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// A pre-judged verdict for this item.
+    #[serde(default)]
+    pub met: Option<PrejudgedVerdict>,
+}
+
+/// The part of a sample's context holding row-level rubric items:
+/// `{"rubrics": [...], "verdicts": [...]?}` (verdicts parallel to the items,
+/// as an alternative to `met` on each item).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RowRubric {
+    /// The row's items, in order; item i becomes criterion `item-i`.
+    pub rubrics: Vec<RubricItem>,
+    /// Verdicts parallel to `rubrics` (same length); an item's own `met` wins.
+    #[serde(default)]
+    pub verdicts: Option<Vec<PrejudgedVerdict>>,
+}
+
+/// Row-level items after judging: criteria `item-0`, `item-1`, … in row order.
+#[derive(Debug, Clone)]
+pub struct JudgedRow {
+    /// One criterion per item, its dimension taken from an `axis:` tag.
+    pub criteria: Vec<Criterion>,
+    /// One verdict per item, in row order.
+    pub verdicts: Vec<Verdict>,
+    /// Each item's points, in row order.
+    pub points: Vec<f64>,
+    /// Whether each item was met; a verdict without `met` counts as met at score ≥ 0.5.
+    pub met: Vec<bool>,
+}
+
+/// How a plugin asks the judge model about a row's items.
+#[derive(Debug, Clone)]
+pub struct Grader {
+    /// Items per query (at least 1; HealthBench's batched grading uses 3).
+    pub batch: usize,
+    /// The first paragraph of every query: what the judge is doing.
+    pub introduction: &'static str,
+    /// The heading over the prompt and response (`Conversation`, `Task` …).
+    pub heading: &'static str,
+    /// Most answer tokens per item.
+    pub tokens_per_item: u32,
+}
+
+impl Grader {
+    /// HealthBench's grader: a conversation, its last turn graded.
+    pub const CONVERSATION: Grader = Grader {
+        batch: 3,
+        introduction: "Your job is to look at a conversation and rubric items, and score the \
+            last turn (i.e., the last assistant response) in the conversation on how well it \
+            follows each rubric item.",
+        heading: "Conversation",
+        tokens_per_item: 96,
+    };
+
+    /// The same grader with `batch` items per query.
+    pub fn with_batch(self, batch: usize) -> Grader {
+        Grader { batch, ..self }
+    }
+
+    /// The part every query of `sample` shares, ending with the marker.
+    pub fn prefix(&self, sample: &Sample) -> String {
+        format!(
+            "{}\n\n# {}\nuser: {}\n\nassistant: {}\n\n{RUBRIC_ITEMS_MARKER}\n",
+            self.introduction, self.heading, sample.prompt, sample.response
+        )
+    }
+
+    /// The whole query for `items` (criterion texts) of `sample`.
+    pub fn query(&self, sample: &Sample, items: &[&str]) -> String {
+        let mut text = self.prefix(sample);
+        // One line per item, so numbering stays unambiguous.
+        for (i, item) in items.iter().enumerate() {
+            let line: Vec<&str> = item.split_whitespace().collect();
+            text += &format!("{}. {}\n", i + 1, line.join(" "));
+        }
+        text += "\n# Instructions\n";
+        text += if items.len() == 1 {
+            "Return a JSON object with the fields \"explanation\" (one sentence) and \
+             \"criteria_met\" (true or false). "
+        } else {
+            "Return a JSON list with one object per rubric item, in the order given, each \
+             {\"criteria_met\": true or false}. "
+        };
+        text + "A rubric item that describes an undesirable behaviour is met when the response \
+             shows that behaviour. Return only JSON."
+    }
+}
+
+/// One judge-model answer read as verdicts on `expected` items, in order:
+/// a list of booleans or of `{"criteria_met": bool, "explanation"?}`, or for
+/// one item that object alone (or a plain YES/NO).
+pub fn parse_verdicts(answer: &str, expected: usize) -> Result<Vec<(bool, Option<String>)>, String> {
+    let json = |open: char, close: char| {
+        let start = answer.find(open)?;
+        let end = answer.rfind(close)?;
+        (end > start).then(|| serde_json::from_str::<serde_json::Value>(&answer[start..=end]).ok())?
+    };
+    let read = |value: &serde_json::Value| -> Option<(bool, Option<String>)> {
+        match value {
+            serde_json::Value::Bool(met) => Some((*met, None)),
+            serde_json::Value::Object(fields) => Some((
+                fields.get("criteria_met")?.as_bool()?,
+                fields.get("explanation").and_then(|e| e.as_str()).map(str::to_string),
+            )),
+            _ => None,
+        }
+    };
+    if let Some(serde_json::Value::Array(items)) = json('[', ']') {
+        let verdicts: Option<Vec<_>> = items.iter().map(read).collect();
+        return match verdicts {
+            Some(v) if v.len() == expected => Ok(v),
+            Some(v) => Err(format!("{} verdicts for {expected} rubric items", v.len())),
+            None => Err("a verdict in the list has no boolean criteria_met".to_string()),
+        };
+    }
+    if expected == 1 {
+        if let Some(verdict) = json('{', '}').as_ref().and_then(read) {
+            return Ok(vec![verdict]);
+        }
+        return crate::verdicts::parse_yes_no(answer).map(|met| vec![(met, None)]);
+    }
+    Err(format!("no JSON list of {expected} verdicts in the answer"))
+}
+
+/// Reads the row's rubric items from the sample's context and resolves a
+/// verdict for each: from the row when it has one, else from the judge
+/// model, `grader.batch` items per query (all of a sample's queries in one
+/// host call).
+pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, String> {
+    let row: RowRubric = sample.context_as()?;
+    if let Some(verdicts) = &row.verdicts
+        && verdicts.len() != row.rubrics.len()
+    {
+        return Err(format!(
+            "{} verdicts for {} rubric items",
+            verdicts.len(),
+            row.rubrics.len()
+        ));
+    }
+    let ids: Vec<String> = (0..row.rubrics.len()).map(|i| format!("item-{i}")).collect();
+    let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(ids.len());
+    let mut to_ask = Vec::new();
+    for (i, item) in row.rubrics.iter().enumerate() {
+        let prejudged = item.met.as_ref().or_else(|| row.verdicts.as_ref().map(|v| &v[i]));
+        match prejudged {
+            Some(p) => verdicts.push(Some(p.to_verdict(&ids[i])?)),
+            None => {
+                verdicts.push(None);
+                to_ask.push(i);
+            }
+        }
+    }
+    let batches: Vec<&[usize]> = to_ask.chunks(grader.batch.max(1)).collect();
+    let queries: Vec<ModelQuery> = batches
+        .iter()
+        .map(|batch| {
+            let items: Vec<&str> = batch.iter().map(|&i| row.rubrics[i].criterion.as_str()).collect();
+            ModelQuery {
+                system: None,
+                prompt: grader.query(sample, &items),
+                max_tokens: grader.tokens_per_item * batch.len() as u32 + 16,
+            }
+        })
+        .collect();
+    let answers = if queries.is_empty() { Vec::new() } else { judge_model(&queries) };
+    let mut failures = Vec::new();
+    for (batch, answer) in batches.iter().zip(answers) {
+        match answer.and_then(|text| parse_verdicts(&text, batch.len())) {
+            Ok(read) => {
+                for (&i, (met, explanation)) in batch.iter().zip(read) {
+                    let mut verdict = Verdict::met(&ids[i], met);
+                    verdict.explanation = explanation;
+                    verdicts[i] = Some(verdict);
+                }
+            }
+            Err(e) => {
+                let names: Vec<&str> = batch.iter().map(|&i| ids[i].as_str()).collect();
+                failures.push(format!("{}: {e}", names.join(", ")));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        return Err(format!(
+            "no verdict in the sample's context and the judge model could not answer ({})",
+            failures.join("; ")
+        ));
+    }
+    let verdicts: Vec<Verdict> = verdicts.into_iter().map(Option::unwrap).collect();
+    let met = verdicts.iter().map(|v| v.met.unwrap_or(v.score >= 0.5)).collect();
+    let criteria = row
+        .rubrics
+        .iter()
+        .zip(&ids)
+        .map(|(item, id)| {
+            let axis = item
+                .tags
+                .iter()
+                .find_map(|t| t.strip_prefix("axis:"))
+                .unwrap_or("overall");
+            Criterion::new(id, &item.criterion, item.points)
+                .in_dimension(axis)
+                .with_tags(item.tags.iter().cloned())
+        })
+        .collect();
+    Ok(JudgedRow {
+        criteria,
+        verdicts,
+        points: row.rubrics.iter().map(|r| r.points).collect(),
+        met,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_lists_objects_and_plain_answers() {
+        assert_eq!(
+            parse_verdicts("```json\n[true, {\"criteria_met\": false}]\n```", 2),
+            Ok(vec![(true, None), (false, None)])
+        );
+        assert_eq!(
+            parse_verdicts(r#"{"explanation": "cites it", "criteria_met": true}"#, 1),
+            Ok(vec![(true, Some("cites it".to_string()))])
+        );
+        assert_eq!(parse_verdicts("NO, it does not.", 1), Ok(vec![(false, None)]));
+        assert!(parse_verdicts("[true]", 3).unwrap_err().contains("1 verdicts for 3"));
+        assert!(parse_verdicts("[true, \"maybe\"]", 2).is_err());
+        assert!(parse_verdicts("yes", 2).is_err());
+    }
+
+    #[test]
+    fn every_query_of_a_sample_shares_the_prefix_up_to_the_marker() {
+        let sample = Sample {
+            id: "s".into(),
+            prompt: "my head hurts".into(),
+            response: "drink water".into(),
+            reference: None,
+            context: "{}".into(),
+            metadata: Vec::new(),
+        };
+        let grader = Grader::CONVERSATION;
+        let one = grader.query(&sample, &["mentions water"]);
+        let three = grader.query(&sample, &["a", "b", "c"]);
+        let prefix = grader.prefix(&sample);
+        assert!(prefix.ends_with("# Rubric items\n"));
+        assert!(one.starts_with(&prefix) && three.starts_with(&prefix));
+        assert!(one.contains("\"explanation\"") && three.contains("JSON list"));
+    }
+}
