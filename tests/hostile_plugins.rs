@@ -148,7 +148,7 @@ fn future_api_version_is_refused_naming_both_versions() {
     let runtime = runtime();
     let err = format!("{:#}", runtime.load(hostile::FUTURE_API).err().unwrap());
     assert!(err.contains("9.0.0"), "{err}");
-    assert!(err.contains("0.1.0"), "{err}");
+    assert!(err.contains(verifine_runtime::HOST_API_VERSION), "{err}");
     assert!(err.contains("hostile-future-api"), "{err}");
     good_plugin_still_works(&runtime);
 }

@@ -126,7 +126,7 @@ fn future_contract_version_is_refused_naming_both_versions() {
         NativePlugin::load(native::FUTURE_API, true).unwrap_err()
     );
     assert!(err.contains("9.0.0"), "{err}");
-    assert!(err.contains("0.1.0"), "{err}");
+    assert!(err.contains(verifine_runtime::HOST_API_VERSION), "{err}");
     assert!(err.contains("hostile-future-api"), "{err}");
 }
 

@@ -174,7 +174,10 @@ fn healthbench_examples_score_through_a_judge_model_with_cost() {
     };
     let server = serve(move |_, body| {
         let question = body["messages"][0]["content"].as_str().unwrap_or_default();
-        let items = question.split("# Rubric items\n").nth(1).unwrap_or_default();
+        let items = question
+            .split("# Rubric items\n")
+            .nth(1)
+            .unwrap_or_default();
         let items = items.split("\n\n# Instructions").next().unwrap_or_default();
         let verdicts: Vec<bool> = items
             .lines()
@@ -240,7 +243,9 @@ fn healthbench_examples_score_through_a_judge_model_with_cost() {
         let text = request.body["messages"][0]["content"].as_str().unwrap();
         let (prefix, _) = text.split_once("# Rubric items\n").expect("the marker");
         let conversation = prefix.split("assistant: ").next().unwrap().to_string();
-        let first = prefixes.entry(conversation).or_insert_with(|| prefix.to_string());
+        let first = prefixes
+            .entry(conversation)
+            .or_insert_with(|| prefix.to_string());
         assert_eq!(first, prefix);
     }
     assert_eq!(prefixes.len(), 30, "one shared prefix per sample");
@@ -248,4 +253,75 @@ fn healthbench_examples_score_through_a_judge_model_with_cost() {
     assert!((cost.total.usd - usd).abs() < 1e-12, "{cost:?}");
     assert!((cost.per_1000_tasks.usd - usd * 1000.0 / 30.0).abs() < 1e-9);
     assert!(summary.to_string().contains("judge judge: calls="));
+}
+
+/// The same examples through a local candle judge (a random-weight GGUF
+/// written here, so its verdicts mean nothing): one constrained YES/NO
+/// query per item (`answer = "yes-no"`), each verdict carrying the judge's
+/// probability as its confidence; a sample's queries share their prefix, so
+/// most input tokens are reused; the summary counts device seconds.
+#[test]
+fn healthbench_examples_score_through_a_local_judge_with_cost() {
+    use verifine_judge::local::tiny::{TinySpec, write_tiny_llama};
+    let dir = scratch_dir("healthbench-local");
+    let model = dir.join("judge.gguf");
+    // Byte-level pieces make the longest conversations ~4 500 tokens.
+    let spec = TinySpec {
+        context: 8192,
+        ..TinySpec::default()
+    };
+    write_tiny_llama(&model, spec).unwrap();
+    let source = std::fs::read_to_string(shared_data("healthbench/examples.jsonl")).unwrap();
+    let mut inputs = Vec::new();
+    let mut items = 0;
+    for text in source.lines() {
+        let row: Value = serde_json::from_str(text).unwrap();
+        items += row["rubrics"].as_array().unwrap().len();
+        inputs.push(json!({
+            "id": row["prompt_id"],
+            "prompt": conversation(&row),
+            "response": "(a response)",
+            "context": {"rubrics": row["rubrics"]},
+        }));
+    }
+    let judges = dir.join("judges.toml");
+    std::fs::write(
+        &judges,
+        "[judges.judge]\nbackend = { kind = \"local-gguf\", path = \"judge.gguf\" }\n\
+         price = { input = 0.1, cached_input = 0.0, output = 0.1 }\n",
+    )
+    .unwrap();
+    let config = dir.join("score.toml");
+    std::fs::write(
+        &config,
+        "[rubric]\nplugin = \"healthbench\"\n[rubric.config]\nanswer = \"yes-no\"\n",
+    )
+    .unwrap();
+    let (input, output) = (dir.join("in.jsonl"), dir.join("out.jsonl"));
+    write_rows(&input, &inputs);
+    let summary = score(&ScoreArgs {
+        config: Some(config),
+        input,
+        output: output.clone(),
+        judges: Some(judges),
+        ..ScoreArgs::default()
+    })
+    .unwrap();
+    assert_eq!(summary.errors, 0, "{summary}");
+    for row in read_rows::<OutputRow>(&output) {
+        for verdict in &row.verdicts {
+            let confidence = verdict
+                .confidence
+                .expect("a constrained verdict's confidence");
+            assert!((0.5..=1.0).contains(&confidence), "{verdict:?}");
+        }
+    }
+    let cost = &summary.judges["judge"].total;
+    assert_eq!(cost.calls, items as u64);
+    assert!(
+        cost.usage.cached_input * 2 > cost.usage.input,
+        "prefix reuse: {cost:?}"
+    );
+    assert!(cost.device_seconds > 0.0 && cost.usd > 0.0);
+    assert!(summary.to_string().contains("device_seconds="));
 }

@@ -45,7 +45,7 @@ pub mod row_rubric;
 pub mod verdicts;
 
 pub use builders::NoConfig;
-pub use host_calls::{judge_model, log};
+pub use host_calls::{ask_judges, judge_model, log};
 
 /// The contract version this SDK was built against (`verifine:plugin@API_VERSION`).
 pub const API_VERSION: &str = verifine_contract::VERSION;
@@ -53,7 +53,9 @@ pub const API_VERSION: &str = verifine_contract::VERSION;
 /// Name of the custom section holding a plugin's metadata.
 pub const METADATA_SECTION: &str = "verifine-plugin";
 
-pub use __private::rubric::verifine::plugin::host::{LogLevel, ModelQuery};
+pub use __private::rubric::verifine::plugin::host::{
+    JudgeAnswer, JudgeQuery, LogLevel, ModelQuery, TokenLogprob, TokenUsage,
+};
 pub use __private::rubric::verifine::plugin::types::{
     Candidate, Context, Criterion, CurriculumDecision, DimensionHistory, Judgment, MonitorPoint,
     RubricInfo, Sample, Scoring, Selection, SubScore, TriggerDecision, Verdict,
@@ -343,7 +345,7 @@ pub mod __private {
     pub mod rubric {
         wit_bindgen::generate!({
             world: "rubric",
-            path: "../wit/v0.1",
+            path: "../wit/v0.2",
             pub_export_macro: true,
             export_macro_name: "export_rubric_world",
             default_bindings_module: "verifine_plugin_api::__private::rubric",
@@ -355,13 +357,13 @@ pub mod __private {
     pub mod aggregator {
         wit_bindgen::generate!({
             world: "aggregator",
-            path: "../wit/v0.1",
+            path: "../wit/v0.2",
             pub_export_macro: true,
             export_macro_name: "export_aggregator_world",
             default_bindings_module: "verifine_plugin_api::__private::aggregator",
             with: {
-                "verifine:plugin/types@0.1.0": super::rubric::verifine::plugin::types,
-                "verifine:plugin/host@0.1.0": super::rubric::verifine::plugin::host,
+                "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
+                "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
             },
         });
     }
@@ -369,13 +371,13 @@ pub mod __private {
     pub mod curriculum {
         wit_bindgen::generate!({
             world: "curriculum",
-            path: "../wit/v0.1",
+            path: "../wit/v0.2",
             pub_export_macro: true,
             export_macro_name: "export_curriculum_world",
             default_bindings_module: "verifine_plugin_api::__private::curriculum",
             with: {
-                "verifine:plugin/types@0.1.0": super::rubric::verifine::plugin::types,
-                "verifine:plugin/host@0.1.0": super::rubric::verifine::plugin::host,
+                "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
+                "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
             },
         });
     }
@@ -383,13 +385,13 @@ pub mod __private {
     pub mod trigger {
         wit_bindgen::generate!({
             world: "trigger",
-            path: "../wit/v0.1",
+            path: "../wit/v0.2",
             pub_export_macro: true,
             export_macro_name: "export_trigger_world",
             default_bindings_module: "verifine_plugin_api::__private::trigger",
             with: {
-                "verifine:plugin/types@0.1.0": super::rubric::verifine::plugin::types,
-                "verifine:plugin/host@0.1.0": super::rubric::verifine::plugin::host,
+                "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
+                "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
             },
         });
     }

@@ -13,7 +13,7 @@
 //! scoring rule over [`JudgedRow::met`] and [`JudgedRow::points`].
 
 use crate::verdicts::PrejudgedVerdict;
-use crate::{Criterion, ModelQuery, Sample, Verdict, judge_model};
+use crate::{Criterion, JudgeQuery, Sample, Verdict, ask_judges};
 use serde::Deserialize;
 
 /// Where the shared prefix of a sample's grading queries ends.
@@ -60,6 +60,48 @@ pub struct JudgedRow {
     pub met: Vec<bool>,
 }
 
+/// How the judge answers about rubric items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnswerFormat {
+    /// JSON: a list of verdicts for a batch, an object with an explanation
+    /// for one item (HealthBench's template).
+    #[default]
+    Json,
+    /// One item per query, the answer constrained to YES or NO; the
+    /// verdict's confidence is the judge's probability of its answer.
+    YesNo,
+}
+
+/// `[rubric.config]` of a row-rubric plugin (`healthbench`, `prbench`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowRubricConfig {
+    /// Rubric items per query (JSON answers only).
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+    /// The configured judge to ask (none: `judge`).
+    #[serde(default)]
+    pub judge: Option<String>,
+    /// How the judge answers.
+    #[serde(default)]
+    pub answer: AnswerFormat,
+}
+
+fn default_batch() -> usize {
+    3
+}
+
+impl Default for RowRubricConfig {
+    fn default() -> Self {
+        RowRubricConfig {
+            batch: default_batch(),
+            judge: None,
+            answer: AnswerFormat::default(),
+        }
+    }
+}
+
 /// How a plugin asks the judge model about a row's items.
 #[derive(Debug, Clone)]
 pub struct Grader {
@@ -71,22 +113,38 @@ pub struct Grader {
     pub heading: &'static str,
     /// Most answer tokens per item.
     pub tokens_per_item: u32,
+    /// The configured judge to ask (none: `judge`).
+    pub judge: Option<String>,
+    /// How the judge answers.
+    pub answer: AnswerFormat,
 }
 
 impl Grader {
     /// HealthBench's grader: a conversation, its last turn graded.
-    pub const CONVERSATION: Grader = Grader {
-        batch: 3,
-        introduction: "Your job is to look at a conversation and rubric items, and score the \
-            last turn (i.e., the last assistant response) in the conversation on how well it \
-            follows each rubric item.",
-        heading: "Conversation",
-        tokens_per_item: 96,
-    };
+    pub fn conversation() -> Grader {
+        Grader {
+            batch: 3,
+            introduction: "Your job is to look at a conversation and rubric items, and score \
+                the last turn (i.e., the last assistant response) in the conversation on how \
+                well it follows each rubric item.",
+            heading: "Conversation",
+            tokens_per_item: 96,
+            judge: None,
+            answer: AnswerFormat::Json,
+        }
+    }
 
-    /// The same grader with `batch` items per query.
-    pub fn with_batch(self, batch: usize) -> Grader {
-        Grader { batch, ..self }
+    /// This grader as a plugin's config asks; refuses a zero batch.
+    pub fn configured(self, config: &RowRubricConfig) -> Result<Grader, String> {
+        if config.batch == 0 {
+            return Err("batch must be at least 1".to_string());
+        }
+        Ok(Grader {
+            batch: config.batch,
+            judge: config.judge.clone(),
+            answer: config.answer,
+            ..self
+        })
     }
 
     /// The part every query of `sample` shares, ending with the marker.
@@ -106,33 +164,47 @@ impl Grader {
             text += &format!("{}. {}\n", i + 1, line.join(" "));
         }
         text += "\n# Instructions\n";
-        text += if items.len() == 1 {
+        text += if self.answer == AnswerFormat::YesNo {
+            "Answer YES if the response meets the rubric item, NO if it does not. "
+        } else if items.len() == 1 {
             "Return a JSON object with the fields \"explanation\" (one sentence) and \
              \"criteria_met\" (true or false). "
         } else {
             "Return a JSON list with one object per rubric item, in the order given, each \
              {\"criteria_met\": true or false}. "
         };
-        text + "A rubric item that describes an undesirable behaviour is met when the response \
-             shows that behaviour. Return only JSON."
+        text += "A rubric item that describes an undesirable behaviour is met when the response \
+             shows that behaviour.";
+        text + if self.answer == AnswerFormat::YesNo {
+            ""
+        } else {
+            " Return only JSON."
+        }
     }
 }
 
 /// One judge-model answer read as verdicts on `expected` items, in order:
 /// a list of booleans or of `{"criteria_met": bool, "explanation"?}`, or for
 /// one item that object alone (or a plain YES/NO).
-pub fn parse_verdicts(answer: &str, expected: usize) -> Result<Vec<(bool, Option<String>)>, String> {
+pub fn parse_verdicts(
+    answer: &str,
+    expected: usize,
+) -> Result<Vec<(bool, Option<String>)>, String> {
     let json = |open: char, close: char| {
         let start = answer.find(open)?;
         let end = answer.rfind(close)?;
-        (end > start).then(|| serde_json::from_str::<serde_json::Value>(&answer[start..=end]).ok())?
+        (end > start)
+            .then(|| serde_json::from_str::<serde_json::Value>(&answer[start..=end]).ok())?
     };
     let read = |value: &serde_json::Value| -> Option<(bool, Option<String>)> {
         match value {
             serde_json::Value::Bool(met) => Some((*met, None)),
             serde_json::Value::Object(fields) => Some((
                 fields.get("criteria_met")?.as_bool()?,
-                fields.get("explanation").and_then(|e| e.as_str()).map(str::to_string),
+                fields
+                    .get("explanation")
+                    .and_then(|e| e.as_str())
+                    .map(str::to_string),
             )),
             _ => None,
         }
@@ -169,11 +241,16 @@ pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, S
             row.rubrics.len()
         ));
     }
-    let ids: Vec<String> = (0..row.rubrics.len()).map(|i| format!("item-{i}")).collect();
+    let ids: Vec<String> = (0..row.rubrics.len())
+        .map(|i| format!("item-{i}"))
+        .collect();
     let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(ids.len());
     let mut to_ask = Vec::new();
     for (i, item) in row.rubrics.iter().enumerate() {
-        let prejudged = item.met.as_ref().or_else(|| row.verdicts.as_ref().map(|v| &v[i]));
+        let prejudged = item
+            .met
+            .as_ref()
+            .or_else(|| row.verdicts.as_ref().map(|v| &v[i]));
         match prejudged {
             Some(p) => verdicts.push(Some(p.to_verdict(&ids[i])?)),
             None => {
@@ -182,26 +259,51 @@ pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, S
             }
         }
     }
-    let batches: Vec<&[usize]> = to_ask.chunks(grader.batch.max(1)).collect();
-    let queries: Vec<ModelQuery> = batches
+    let yes_no = grader.answer == AnswerFormat::YesNo;
+    let per_query = if yes_no { 1 } else { grader.batch.max(1) };
+    let batches: Vec<&[usize]> = to_ask.chunks(per_query).collect();
+    let queries: Vec<JudgeQuery> = batches
         .iter()
         .map(|batch| {
-            let items: Vec<&str> = batch.iter().map(|&i| row.rubrics[i].criterion.as_str()).collect();
-            ModelQuery {
-                system: None,
-                prompt: grader.query(sample, &items),
-                max_tokens: grader.tokens_per_item * batch.len() as u32 + 16,
+            let items: Vec<&str> = batch
+                .iter()
+                .map(|&i| row.rubrics[i].criterion.as_str())
+                .collect();
+            let mut query = JudgeQuery::new(
+                grader.query(sample, &items),
+                grader.tokens_per_item * batch.len() as u32 + 16,
+            );
+            query.judge = grader.judge.clone();
+            if yes_no {
+                query = query.choosing(&["YES", "NO"]);
+                query.max_tokens = 2;
             }
+            query
         })
         .collect();
-    let answers = if queries.is_empty() { Vec::new() } else { judge_model(&queries) };
+    let answers = if queries.is_empty() {
+        Vec::new()
+    } else {
+        ask_judges(&queries)
+    };
     let mut failures = Vec::new();
     for (batch, answer) in batches.iter().zip(answers) {
-        match answer.and_then(|text| parse_verdicts(&text, batch.len())) {
+        let read = answer.and_then(|answer| {
+            if yes_no {
+                let met = crate::verdicts::parse_yes_no(&answer.text)?;
+                let confidence = answer.probability_of(&answer.text);
+                Ok(vec![(met, None, confidence)])
+            } else {
+                parse_verdicts(&answer.text, batch.len())
+                    .map(|v| v.into_iter().map(|(m, e)| (m, e, None)).collect())
+            }
+        });
+        match read {
             Ok(read) => {
-                for (&i, (met, explanation)) in batch.iter().zip(read) {
+                for (&i, (met, explanation, confidence)) in batch.iter().zip(read) {
                     let mut verdict = Verdict::met(&ids[i], met);
                     verdict.explanation = explanation;
+                    verdict.confidence = confidence;
                     verdicts[i] = Some(verdict);
                 }
             }
@@ -218,7 +320,10 @@ pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, S
         ));
     }
     let verdicts: Vec<Verdict> = verdicts.into_iter().map(Option::unwrap).collect();
-    let met = verdicts.iter().map(|v| v.met.unwrap_or(v.score >= 0.5)).collect();
+    let met = verdicts
+        .iter()
+        .map(|v| v.met.unwrap_or(v.score >= 0.5))
+        .collect();
     let criteria = row
         .rubrics
         .iter()
@@ -256,8 +361,15 @@ mod tests {
             parse_verdicts(r#"{"explanation": "cites it", "criteria_met": true}"#, 1),
             Ok(vec![(true, Some("cites it".to_string()))])
         );
-        assert_eq!(parse_verdicts("NO, it does not.", 1), Ok(vec![(false, None)]));
-        assert!(parse_verdicts("[true]", 3).unwrap_err().contains("1 verdicts for 3"));
+        assert_eq!(
+            parse_verdicts("NO, it does not.", 1),
+            Ok(vec![(false, None)])
+        );
+        assert!(
+            parse_verdicts("[true]", 3)
+                .unwrap_err()
+                .contains("1 verdicts for 3")
+        );
         assert!(parse_verdicts("[true, \"maybe\"]", 2).is_err());
         assert!(parse_verdicts("yes", 2).is_err());
     }
@@ -272,7 +384,7 @@ mod tests {
             context: "{}".into(),
             metadata: Vec::new(),
         };
-        let grader = Grader::CONVERSATION;
+        let grader = Grader::conversation();
         let one = grader.query(&sample, &["mentions water"]);
         let three = grader.query(&sample, &["a", "b", "c"]);
         let prefix = grader.prefix(&sample);

@@ -64,6 +64,10 @@ pub mod native {
     pub const FUTURE_API: &str = env!("NATIVE_HOSTILE_FUTURE_API");
 }
 
+/// A rubric built against contract 0.1 with wit-bindgen alone
+/// (`tests/plugins/contract-0-1`), kept to prove later hosts load it.
+pub const LEGACY_CONTRACT_0_1: &str = env!("LEGACY_CONTRACT_0_1");
+
 /// The README's example plugin (examples/concise-rubric), built for wasm32-wasip2.
 pub const EXAMPLE_CONCISE: &str = env!("CONCISE");
 

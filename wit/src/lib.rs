@@ -14,15 +14,19 @@
 
 /// The current contract version: `package verifine:plugin@VERSION` in
 /// [`CURRENT_DIR`].
-pub const VERSION: &str = "0.1.0";
+pub const VERSION: &str = "0.2.0";
 
 /// The folder (under `wit/`) of the current version.
-pub const CURRENT_DIR: &str = "v0.1";
+pub const CURRENT_DIR: &str = "v0.2";
 
 /// Released versions: folder, and the FNV-1a 64 hash of each file in it.
 /// A released contract is frozen: a change is a new folder, never an edit.
-pub const RELEASED: &[(&str, &[(&str, u64)])] =
-    &[("v0.1", &[("verifine.wit", 0x5b73_4b6c_c68d_05e0)])];
+pub const RELEASED: &[(&str, &[(&str, u64)])] = &[
+    ("v0.1", &[("verifine.wit", 0x5b73_4b6c_c68d_05e0)]),
+    // 0.2 added `ask-judges` (named judges, sampling controls, choices,
+    // log-probabilities, usage) to `host`; everything else is 0.1's.
+    ("v0.2", &[("verifine.wit", 0x2452_d43b_ce0c_d65d)]),
+];
 
 #[cfg(test)]
 mod tests {

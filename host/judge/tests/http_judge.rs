@@ -278,15 +278,19 @@ fn configs_name_what_is_wrong() {
 
 #[test]
 fn a_healthbench_row_without_verdicts_is_scored_through_the_judge_in_the_sandbox() {
-    // The judge meets a criterion when its text mentions "doctor".
+    // The judge meets a criterion when its text mentions "doctor"; one
+    // item per query (`batch = 1`), answered as HealthBench's JSON object.
     let server = serve(|_, body| {
-        let question = body["messages"][1]["content"].as_str().unwrap_or_default();
-        let item = question.split("Rubric item: ").nth(1).unwrap_or_default();
-        completion(if item.contains("doctor") {
-            "YES, it does."
-        } else {
-            "NO."
-        })
+        let question = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let item = question
+            .split("# Rubric items\n1. ")
+            .nth(1)
+            .unwrap_or_default();
+        let item = item.lines().next().unwrap_or_default();
+        completion(&format!(
+            r#"{{"explanation": "checked", "criteria_met": {}}}"#,
+            item.contains("doctor")
+        ))
     });
     let judges_ = Arc::new(judges(&server.url, "", None));
     let runtime = verifine_runtime::Runtime::with_cache(Default::default(), None)
@@ -295,7 +299,7 @@ fn a_healthbench_row_without_verdicts_is_scored_through_the_judge_in_the_sandbox
     let plugins = verifine_runtime::scoring::RewardPlugins::load(
         &runtime,
         "healthbench",
-        &serde_json::json!({}),
+        &serde_json::json!({"batch": 1}),
         None,
         &serde_json::json!({}),
     )
@@ -310,6 +314,15 @@ fn a_healthbench_row_without_verdicts_is_scored_through_the_judge_in_the_sandbox
     let scored = verifine_runtime::scoring::score_all(&plugins, &[sample], 8, 1, &|_| {}).unwrap();
     // Met: +5 and −4 of 8 positive points.
     assert_eq!(scored[0].total, Some(1.0 / 8.0), "{:?}", scored[0].error);
+    let explanations: Vec<Option<&str>> = scored[0]
+        .judgment
+        .as_ref()
+        .unwrap()
+        .verdicts
+        .iter()
+        .map(|v| v.explanation.as_deref())
+        .collect();
+    assert_eq!(explanations, [Some("checked"); 3]);
     let ledger = judges_.ledgers()["judge"];
     assert_eq!(ledger.calls, 3);
     assert_eq!(ledger.usage.input, 90);

@@ -6,8 +6,10 @@
 //! per call ([`crate::output`]), which the host quotes to explain a trap (a
 //! panic message, an allocation failure).
 
-use super::bindings::{LogLevel, ModelQuery, rubric::verifine::plugin::host};
-use crate::judge_models::{ModelRequest, NoJudgeModels, SharedJudgeModels};
+use super::bindings::{
+    JudgeAnswer, JudgeQuery, LogLevel, ModelQuery, rubric::verifine::plugin::host,
+};
+use crate::judge_models::{NoJudgeModels, SharedJudgeModels};
 use crate::output::StderrTail;
 use std::sync::Arc;
 use wasmtime::component::{Linker, Resource, ResourceTable};
@@ -35,7 +37,12 @@ pub struct HostState {
     /// Log lines emitted in the current call.
     log_lines: u32,
     /// Who answers `judge-model`.
-    judges: SharedJudgeModels,
+    pub(crate) judges: SharedJudgeModels,
+    /// When the current call started.
+    call_started: std::time::Instant,
+    /// Time of the current call spent waiting on judge models: the host's
+    /// time, not the plugin's, so it does not count against the deadline.
+    pub(crate) host_wait: std::time::Duration,
 }
 
 impl HostState {
@@ -57,6 +64,8 @@ impl HostState {
             stderr,
             log_lines: 0,
             judges: Arc::new(NoJudgeModels),
+            call_started: std::time::Instant::now(),
+            host_wait: std::time::Duration::ZERO,
         }
     }
 
@@ -70,6 +79,14 @@ impl HostState {
     pub fn begin_call(&mut self) {
         self.log_lines = 0;
         self.stderr.reset();
+        self.call_started = std::time::Instant::now();
+        self.host_wait = std::time::Duration::ZERO;
+    }
+
+    /// Time the plugin itself has run in the current call (the call's
+    /// elapsed time less what judge models took).
+    pub fn guest_time(&self) -> std::time::Duration {
+        self.call_started.elapsed().saturating_sub(self.host_wait)
     }
 
     /// The line to log for `message`, escaped and cut, or `None` when the
@@ -164,19 +181,11 @@ impl host::Host for HostState {
     }
 
     fn judge_model(&mut self, queries: Vec<ModelQuery>) -> Vec<Result<String, String>> {
-        // Contract 0.1 names no judge and asks only for text.
-        let requests: Vec<ModelRequest> = queries
-            .into_iter()
-            .map(|q| ModelRequest {
-                system: q.system,
-                ..ModelRequest::new(q.prompt, q.max_tokens)
-            })
-            .collect();
-        self.judges
-            .ask(&self.plugin_name, &requests)
-            .into_iter()
-            .map(|answer| answer.map(|a| a.text))
-            .collect()
+        self.answer_model_queries(queries)
+    }
+
+    fn ask_judges(&mut self, queries: Vec<JudgeQuery>) -> Vec<Result<JudgeAnswer, String>> {
+        self.answer_judge_queries(queries)
     }
 }
 

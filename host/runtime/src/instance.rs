@@ -11,15 +11,16 @@
 
 use super::bindings::{
     Candidate, Context, CurriculumDecision, Judgment, MonitorPoint, RubricInfo, Sample, Scoring,
-    TriggerDecision, aggregator, curriculum, rubric, trigger,
+    TriggerDecision,
 };
 use super::engine::EPOCH_TICK;
 use super::host_state::HostState;
-use super::plugin::{Code, KindPre, Limits, Plugin};
+use super::plugin::{Code, Limits, Plugin};
+use super::versions::{Exports, versioned};
 use crate::limiter::SandboxLimiter;
 use std::sync::Arc;
 use thiserror::Error;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// A call that did not produce a result.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -76,13 +77,6 @@ pub enum PluginError {
     },
 }
 
-enum Exports {
-    Rubric(rubric::Rubric),
-    Aggregator(aggregator::Aggregator),
-    Curriculum(curriculum::Curriculum),
-    Trigger(trigger::Trigger),
-}
-
 struct Live {
     store: Store<HostState>,
     exports: Exports,
@@ -126,8 +120,7 @@ impl PluginInstance {
     }
 
     fn deadline_ticks(&self) -> u64 {
-        let ticks = self.limits().call_timeout().as_nanos() / EPOCH_TICK.as_nanos();
-        (ticks as u64).max(1)
+        ticks(self.limits().call_timeout())
     }
 
     fn instantiate(&mut self) -> Result<Live, PluginError> {
@@ -145,18 +138,24 @@ impl PluginInstance {
             HostState::new(&plugin.metadata.name, limits).with_judges(code.judges.clone()),
         );
         store.limiter(|state| &mut state.limits);
-        store.epoch_deadline_trap();
+        // At the deadline, time spent waiting on judge models is given back:
+        // only the plugin's own running counts against its limit.
+        let limit = code.limits.call_timeout();
+        store.epoch_deadline_callback(move |store| {
+            let guest = store.data().guest_time();
+            if guest >= limit {
+                return Err(Trap::Interrupt.into());
+            }
+            Ok(UpdateDeadline::Continue(ticks(limit - guest)))
+        });
         store.set_epoch_deadline(self.deadline_ticks());
-        let exports = match &code.pre {
-            KindPre::Rubric(pre) => pre.instantiate(&mut store).map(Exports::Rubric),
-            KindPre::Aggregator(pre) => pre.instantiate(&mut store).map(Exports::Aggregator),
-            KindPre::Curriculum(pre) => pre.instantiate(&mut store).map(Exports::Curriculum),
-            KindPre::Trigger(pre) => pre.instantiate(&mut store).map(Exports::Trigger),
-        }
-        .map_err(|e| PluginError::Instantiate {
-            plugin: plugin.metadata.name.clone(),
-            message: describe_error(&e, &store.data().stderr_text()),
-        })?;
+        let exports = code
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| PluginError::Instantiate {
+                plugin: plugin.metadata.name.clone(),
+                message: describe_error(&e, &store.data().stderr_text()),
+            })?;
         self.instantiations += 1;
         Ok(Live { store, exports })
     }
@@ -213,7 +212,9 @@ impl PluginInstance {
             return native.describe();
         }
         self.call("describe", |store, exports| match exports {
-            Exports::Rubric(r) => Some(r.verifine_plugin_rubric_plugin().call_describe(store)),
+            Exports::Rubric(r) => Some(versioned!(r, r => r
+                .verifine_plugin_rubric_plugin()
+                .call_describe(store))),
             _ => None,
         })
     }
@@ -229,10 +230,9 @@ impl PluginInstance {
             return native.judge(ctx, samples);
         }
         let results = self.call("judge", |store, exports| match exports {
-            Exports::Rubric(r) => Some(
-                r.verifine_plugin_rubric_plugin()
-                    .call_judge(store, ctx, samples),
-            ),
+            Exports::Rubric(r) => Some(versioned!(r, r => r
+                .verifine_plugin_rubric_plugin()
+                .call_judge(store, ctx, samples))),
             _ => None,
         })?;
         self.expect_count("judge", results, samples.len())
@@ -249,10 +249,9 @@ impl PluginInstance {
             return native.aggregate(ctx, items);
         }
         let results = self.call("aggregate", |store, exports| match exports {
-            Exports::Aggregator(a) => Some(
-                a.verifine_plugin_aggregator_plugin()
-                    .call_aggregate(store, ctx, items),
-            ),
+            Exports::Aggregator(a) => Some(versioned!(a, a => a
+                .verifine_plugin_aggregator_plugin()
+                .call_aggregate(store, ctx, items))),
             _ => None,
         })?;
         self.expect_count("aggregate", results, items.len())
@@ -269,10 +268,9 @@ impl PluginInstance {
             return native.select(ctx, candidates);
         }
         let result = self.call("select", |store, exports| match exports {
-            Exports::Curriculum(c) => Some(
-                c.verifine_plugin_curriculum_plugin()
-                    .call_select(store, ctx, candidates),
-            ),
+            Exports::Curriculum(c) => Some(versioned!(c, c => c
+                .verifine_plugin_curriculum_plugin()
+                .call_select(store, ctx, candidates))),
             _ => None,
         })?;
         match result {
@@ -294,10 +292,9 @@ impl PluginInstance {
             return native.check(ctx, history);
         }
         self.call("check", |store, exports| match exports {
-            Exports::Trigger(t) => Some(
-                t.verifine_plugin_trigger_plugin()
-                    .call_check(store, ctx, history),
-            ),
+            Exports::Trigger(t) => Some(versioned!(t, t => t
+                .verifine_plugin_trigger_plugin()
+                .call_check(store, ctx, history))),
             _ => None,
         })
     }
@@ -315,6 +312,11 @@ impl PluginInstance {
         }
         checked
     }
+}
+
+/// Epoch ticks in `time` (at least one).
+fn ticks(time: std::time::Duration) -> u64 {
+    ((time.as_nanos() / EPOCH_TICK.as_nanos()) as u64).max(1)
 }
 
 /// A result count that differs from the input count is a contract error,

@@ -13,6 +13,7 @@ pub mod cases;
 pub mod code_cache;
 pub mod engine;
 pub mod error;
+mod host_judges;
 pub mod host_state;
 pub mod instance;
 pub mod judge_models;
@@ -26,6 +27,7 @@ pub mod rows;
 pub mod scoring;
 pub mod stats;
 pub mod text;
+mod versions;
 
 pub use bindings::*;
 pub use error::RuntimeError;

@@ -1,7 +1,6 @@
 //! Loading plugins: resolve a name or path, check metadata, compile, pre-link;
 //! or, for `native:PATH` on a runtime that allows it, load a native library.
 
-use super::bindings::{aggregator, curriculum, rubric, trigger};
 use super::builtin::{BUILTIN_PLUGINS, builtin_names};
 use super::code_cache::CodeCache;
 use super::engine::{SandboxEngine, default_cache_dir, sha256_hex};
@@ -11,6 +10,7 @@ use super::judge_models::{NoJudgeModels, SharedJudgeModels};
 use super::metadata::{PluginKind, PluginMetadata, check_api, read_metadata};
 #[cfg(feature = "native")]
 use super::native::NativePlugin;
+use super::versions::KindPre;
 use crate::error::{Result, RuntimeError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,15 +47,6 @@ impl Limits {
     pub fn memory_bytes(&self) -> usize {
         usize::try_from(self.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
     }
-}
-
-/// Pre-linked code of one plugin, by kind: instantiating from it is cheap.
-#[derive(Clone)]
-pub(crate) enum KindPre {
-    Rubric(rubric::RubricPre<HostState>),
-    Aggregator(aggregator::AggregatorPre<HostState>),
-    Curriculum(curriculum::CurriculumPre<HostState>),
-    Trigger(trigger::TriggerPre<HostState>),
 }
 
 /// A component's compiled code and the sandbox it runs in.
@@ -193,10 +184,15 @@ impl Runtime {
         let engine_error = |e: wasmtime::Error| RuntimeError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
         crate::host_state::forbid_waiting(&mut linker).map_err(engine_error)?;
-        rubric::verifine::plugin::host::add_to_linker::<HostState, HasSelf<HostState>>(
-            &mut linker,
-            |state| state,
-        )
+        crate::bindings::rubric::verifine::plugin::host::add_to_linker::<
+            HostState,
+            HasSelf<HostState>,
+        >(&mut linker, |state| state)
+        .map_err(engine_error)?;
+        crate::bindings::v0_1::rubric::verifine::plugin::host::add_to_linker::<
+            HostState,
+            HasSelf<HostState>,
+        >(&mut linker, |state| state)
         .map_err(engine_error)?;
         Ok(Runtime {
             engine,
@@ -301,20 +297,8 @@ impl Runtime {
             kind: metadata.kind,
             message: format!("{e:#}"),
         };
-        let pre = match metadata.kind {
-            PluginKind::Rubric => {
-                KindPre::Rubric(rubric::RubricPre::new(instance_pre).map_err(not_exported)?)
-            }
-            PluginKind::Aggregator => KindPre::Aggregator(
-                aggregator::AggregatorPre::new(instance_pre).map_err(not_exported)?,
-            ),
-            PluginKind::Curriculum => KindPre::Curriculum(
-                curriculum::CurriculumPre::new(instance_pre).map_err(not_exported)?,
-            ),
-            PluginKind::Trigger => {
-                KindPre::Trigger(trigger::TriggerPre::new(instance_pre).map_err(not_exported)?)
-            }
-        };
+        let pre = KindPre::new(metadata.kind, metadata.api_version.minor, instance_pre)
+            .map_err(not_exported)?;
         Ok(Arc::new(Plugin {
             metadata,
             sha256,

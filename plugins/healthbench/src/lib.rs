@@ -10,30 +10,8 @@
 //! and none when no item has positive points (HealthBench's own rule; the
 //! dataset-level mean is clipped to [0, 1] by the host's report).
 
-use serde::Deserialize;
-use verifine_plugin_api::row_rubric::{Grader, judge_row_rubric};
+use verifine_plugin_api::row_rubric::{Grader, RowRubricConfig, judge_row_rubric};
 use verifine_plugin_api::*;
-
-/// `[rubric.config]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    /// Rubric items per judge-model query.
-    #[serde(default = "default_batch")]
-    pub batch: usize,
-}
-
-fn default_batch() -> usize {
-    3
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            batch: default_batch(),
-        }
-    }
-}
 
 /// The plugin.
 pub struct HealthBench;
@@ -54,18 +32,15 @@ pub fn score(points: &[f64], met: &[bool]) -> Option<f64> {
 }
 
 impl Rubric for HealthBench {
-    type Config = Config;
+    type Config = RowRubricConfig;
 
     fn describe() -> RubricInfo {
         // Criteria come with each data row; see `Judgment::criteria`.
         RubricInfo::new("healthbench", env!("CARGO_PKG_VERSION"))
     }
 
-    fn judge(config: &Config, _: &Context, sample: &Sample) -> Result<Judgment, String> {
-        if config.batch == 0 {
-            return Err("batch must be at least 1".to_string());
-        }
-        let row = judge_row_rubric(sample, &Grader::CONVERSATION.with_batch(config.batch))?;
+    fn judge(config: &RowRubricConfig, _: &Context, sample: &Sample) -> Result<Judgment, String> {
+        let row = judge_row_rubric(sample, &Grader::conversation().configured(config)?)?;
         let met = row.met;
         let total = score(&row.points, &met);
         let explanation = match total {

@@ -8,39 +8,18 @@
 //! Items come from the sample's context (`{"rubrics": [{criterion, points, tags, met}]}`
 //! or a parallel `verdicts` list), verdicts from the context or the judge model.
 
-use serde::Deserialize;
-use verifine_plugin_api::row_rubric::{Grader, judge_row_rubric};
+use verifine_plugin_api::row_rubric::{Grader, RowRubricConfig, judge_row_rubric};
 use verifine_plugin_api::*;
 
-/// `[rubric.config]`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    /// Rubric items per judge-model query.
-    #[serde(default = "default_batch")]
-    pub batch: usize,
-}
-
-fn default_batch() -> usize {
-    3
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            batch: default_batch(),
-        }
+/// PRBench's grader: a professional task and its response.
+fn task_grader() -> Grader {
+    Grader {
+        introduction: "Your job is to look at a professional task, its response and rubric \
+            items, and decide for each rubric item whether the response meets it.",
+        heading: "Task",
+        ..Grader::conversation()
     }
 }
-
-/// PRBench's grader: a professional task and its response.
-const GRADER: Grader = Grader {
-    batch: 3,
-    introduction: "Your job is to look at a professional task, its response and rubric items, \
-        and decide for each rubric item whether the response meets it.",
-    heading: "Task",
-    tokens_per_item: 96,
-};
 
 /// Normalized and ratio scores.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,17 +52,14 @@ pub fn scores(points: &[f64], met: &[bool]) -> Option<PrScores> {
 pub struct PrBench;
 
 impl Rubric for PrBench {
-    type Config = Config;
+    type Config = RowRubricConfig;
 
     fn describe() -> RubricInfo {
         RubricInfo::new("prbench", env!("CARGO_PKG_VERSION"))
     }
 
-    fn judge(config: &Config, _: &Context, sample: &Sample) -> Result<Judgment, String> {
-        if config.batch == 0 {
-            return Err("batch must be at least 1".to_string());
-        }
-        let row = judge_row_rubric(sample, &GRADER.with_batch(config.batch))?;
+    fn judge(config: &RowRubricConfig, _: &Context, sample: &Sample) -> Result<Judgment, String> {
+        let row = judge_row_rubric(sample, &task_grader().configured(config)?)?;
         let mut judgment = Judgment::from_verdicts(row.verdicts).with_criteria(row.criteria);
         match scores(&row.points, &row.met) {
             Some(s) => {

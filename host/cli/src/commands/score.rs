@@ -136,7 +136,8 @@ impl std::fmt::Display for ScoreSummary {
             write!(
                 f,
                 "\njudge {name}: calls={} cache_hits={} failures={} tokens in={} (cached {}) out={} \
-                 usd={:.6} seconds={:.2}; per 1000 tasks: calls={} usd={:.6}",
+                 usd={:.6} seconds={:.2} device_seconds={:.2}; per 1000 tasks: calls={} usd={:.6} \
+                 device_seconds={:.2}",
                 t.calls,
                 t.cache_hits,
                 t.failures,
@@ -145,8 +146,10 @@ impl std::fmt::Display for ScoreSummary {
                 t.usage.output,
                 t.usd,
                 t.seconds,
+                t.device_seconds,
                 cost.per_1000_tasks.calls,
                 cost.per_1000_tasks.usd,
+                cost.per_1000_tasks.device_seconds,
             )?;
         }
         Ok(())

@@ -1,0 +1,145 @@
+//! Contract versions side by side: a component built against 0.1 (without
+//! the SDK, frozen in `tests/plugins/contract-0-1`) loads and runs on the
+//! current host, and its `judge-model` questions reach the same judges as
+//! a 0.2 plugin's `ask-judges`, which also carry judge names, choices and
+//! answers with usage.
+
+use std::sync::{Arc, Mutex};
+use verifine_runtime::judge_models::{JudgeModels, ModelAnswer, ModelRequest, TokenUsage};
+use verifine_runtime::{Limits, Runtime};
+use verifine_tests::{LEGACY_CONTRACT_0_1, ctx, sample};
+
+/// Judges that say YES to responses containing "right", and remember what
+/// they were asked.
+#[derive(Default)]
+struct Recording(Mutex<Vec<ModelRequest>>, std::time::Duration);
+
+impl JudgeModels for Recording {
+    fn ask(&self, _: &str, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, String>> {
+        self.0.lock().unwrap().extend(requests.iter().cloned());
+        std::thread::sleep(self.1);
+        requests
+            .iter()
+            .map(|r| {
+                if r.judge != "judge" && r.judge != "golden-1" {
+                    return Err(format!("no judge named {:?}", r.judge));
+                }
+                let yes = r.prompt.contains("right");
+                let text = match (r.choices.is_empty(), yes) {
+                    (true, true) => "YES, it is.",
+                    (true, false) => "NO.",
+                    (false, true) => "YES",
+                    (false, false) => "NO",
+                };
+                Ok(ModelAnswer {
+                    text: text.to_string(),
+                    logprobs: Vec::new(),
+                    usage: TokenUsage {
+                        input: 10,
+                        cached_input: 4,
+                        output: 2,
+                    },
+                    model: "recording".into(),
+                    seconds: 0.0,
+                    cached: false,
+                })
+            })
+            .collect()
+    }
+}
+
+fn runtime(judges: Arc<Recording>) -> Runtime {
+    Runtime::with_cache(Limits::default(), None)
+        .unwrap()
+        .with_judges(judges)
+}
+
+#[test]
+fn a_component_built_against_0_1_loads_and_asks_the_judge() {
+    let judges = Arc::new(Recording::default());
+    let runtime = runtime(judges.clone());
+    let legacy = runtime.load(LEGACY_CONTRACT_0_1).unwrap();
+    assert_eq!(legacy.metadata.api_version.to_string(), "0.1.0");
+    let mut instance = legacy.instance();
+    let info = instance.describe().unwrap();
+    assert_eq!(info.name, "legacy-contract-0-1");
+    let results = instance
+        .judge(
+            &ctx(),
+            &[sample("a", "the right answer"), sample("b", "wrong")],
+        )
+        .unwrap();
+    let totals: Vec<Option<f64>> = results.iter().map(|r| r.as_ref().unwrap().total).collect();
+    assert_eq!(totals, vec![Some(1.0), Some(0.0)]);
+    let asked = judges.0.lock().unwrap();
+    assert_eq!(asked.len(), 2);
+    // 0.1 names no judge: its questions go to `judge`, as text.
+    assert!(
+        asked
+            .iter()
+            .all(|r| r.judge == "judge" && r.choices.is_empty())
+    );
+}
+
+#[test]
+fn a_0_2_rubric_names_its_judge_and_constrains_the_answer() {
+    let judges = Arc::new(Recording::default());
+    let runtime = runtime(judges.clone());
+    let healthbench = runtime.load("healthbench").unwrap();
+    let mut instance = healthbench.instance();
+    let context = serde_json::json!({"rubrics": [
+        {"criterion": "says it is right", "points": 5},
+        {"criterion": "is polite", "points": 3},
+    ]});
+    let mut row = sample("a", "this is right");
+    row.context = context.to_string();
+    let config = r#"{"judge": "golden-1", "answer": "yes-no"}"#;
+    let ctx = verifine_runtime::Context {
+        config: config.into(),
+        ..ctx()
+    };
+    let judgment = instance
+        .judge(&ctx, &[row.clone()])
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    assert_eq!(judgment.total, Some(1.0), "{judgment:?}");
+    {
+        let asked = judges.0.lock().unwrap();
+        assert_eq!(asked.len(), 2, "yes-no asks one item per query");
+        assert!(
+            asked
+                .iter()
+                .all(|r| r.judge == "golden-1" && r.choices == ["YES", "NO"])
+        );
+    }
+    // An unknown judge is the sample's error, naming the judge.
+    let ctx = verifine_runtime::Context {
+        config: r#"{"judge": "nobody"}"#.into(),
+        ..ctx
+    };
+    let error = instance.judge(&ctx, &[row]).unwrap().remove(0).unwrap_err();
+    assert!(error.contains("nobody"), "{error}");
+}
+
+/// A judge slower than the plugin's whole call budget does not time the
+/// plugin out: waiting on judges is the host's time. (The sandbox tests
+/// show a plugin that loops on its own still stopped at its deadline.)
+#[test]
+fn waiting_on_a_slow_judge_is_not_the_plugins_time() {
+    let slow = Arc::new(Recording(
+        Mutex::default(),
+        std::time::Duration::from_millis(700),
+    ));
+    let limits = Limits {
+        call_timeout_ms: 300,
+        ..Limits::default()
+    };
+    let runtime = Runtime::with_cache(limits, None).unwrap().with_judges(slow);
+    let legacy = runtime.load(LEGACY_CONTRACT_0_1).unwrap();
+    let results = legacy
+        .instance()
+        .judge(&ctx(), &[sample("a", "right")])
+        .unwrap();
+    assert_eq!(results[0].as_ref().unwrap().total, Some(1.0));
+}
