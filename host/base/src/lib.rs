@@ -1,8 +1,9 @@
 //! The vocabulary every verifine layer shares, and nothing heavy: which
 //! plugin a setting names ([`PluginSpec`], [`PluginSlot`]), which revision
 //! produced a result ([`Provenance`]), the seeded generator behind every
-//! reproducible draw ([`SplitMix64`]), and files that are never left half
-//! written ([`files`]).
+//! reproducible draw ([`SplitMix64`]), files that are never left half
+//! written ([`files`]), and the font every plot draws its text with
+//! ([`PLOT_FONT`]).
 //!
 //! The sandbox runtime (wasmtime) and training (candle) both sit on this
 //! crate, so it depends on neither.
@@ -16,3 +17,8 @@ mod rng;
 pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
 pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance};
 pub use rng::{SplitMix64, os_random_u64};
+
+/// DejaVu Sans Mono (see `assets/DejaVuSansMono.LICENSE`), bundled so
+/// plots (training curves, co-evolution reports, verifier screens) need no
+/// system font library.
+pub const PLOT_FONT: &[u8] = include_bytes!("../assets/DejaVuSansMono.ttf");

@@ -37,6 +37,12 @@ enum Command {
     Select(verifine::commands::select::SelectArgs),
     /// Inspect, check, write, test and promote plugins.
     Plugin(plugin::PluginArgs),
+    /// Tools for judge models (a stand-in GGUF for trying pipelines).
+    #[cfg(feature = "local-judge")]
+    Judge(verifine::commands::judge::JudgeArgs),
+    /// Screen verifiers: agreement with golden judges, cost, the cheapest
+    /// good-enough pick.
+    Verifiers(verifine::commands::verifiers::VerifiersArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +65,9 @@ fn main() -> ExitCode {
         #[cfg(feature = "train")]
         Command::Select(args) => verifine::commands::select::run(args),
         Command::Plugin(args) => plugin::run(args),
+        #[cfg(feature = "local-judge")]
+        Command::Judge(args) => verifine::commands::judge::run(args),
+        Command::Verifiers(args) => verifine::commands::verifiers::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

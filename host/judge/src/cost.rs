@@ -69,6 +69,26 @@ impl Ledger {
         self.seconds += seconds;
     }
 
+    /// What was spent since `earlier` (a snapshot of the same ledger).
+    pub fn since(&self, earlier: &Ledger) -> Ledger {
+        Ledger {
+            calls: self.calls.saturating_sub(earlier.calls),
+            cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
+            failures: self.failures.saturating_sub(earlier.failures),
+            usage: TokenUsage {
+                input: self.usage.input.saturating_sub(earlier.usage.input),
+                cached_input: self
+                    .usage
+                    .cached_input
+                    .saturating_sub(earlier.usage.cached_input),
+                output: self.usage.output.saturating_sub(earlier.usage.output),
+            },
+            usd: (self.usd - earlier.usd).max(0.0),
+            seconds: (self.seconds - earlier.seconds).max(0.0),
+            device_seconds: (self.device_seconds - earlier.device_seconds).max(0.0),
+        }
+    }
+
     /// The spending scaled to 1 000 tasks, given how many tasks it served.
     pub fn per_thousand(&self, tasks: usize) -> Ledger {
         let k = 1000.0 / tasks.max(1) as f64;

@@ -88,6 +88,24 @@ pub fn read_labelled(path: &Path, threshold: f64) -> Result<Vec<(Sample, bool)>>
         .collect()
 }
 
+/// Reads input rows with their `label` where they have one (a boolean;
+/// anything else is an error naming `file:line`).
+pub fn read_labelled_optional(path: &Path) -> Result<Vec<(Sample, Option<bool>)>> {
+    read_rows(path)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, (sample, label))| match label {
+            None => Ok((sample, None)),
+            Some(serde_json::Value::Bool(b)) => Ok((sample, Some(b))),
+            Some(other) => Err(RuntimeError::Row {
+                path: path.to_path_buf(),
+                row: i + 1,
+                message: format!("`label` must be a boolean, found {other}"),
+            }),
+        })
+        .collect()
+}
+
 fn read_rows(path: &Path) -> Result<Vec<(Sample, Option<serde_json::Value>)>> {
     let rows: Vec<InputRow> = read_jsonl(path)?;
     let mut seen = std::collections::HashSet::new();

@@ -6,9 +6,8 @@ use plotters::prelude::*;
 use std::path::Path;
 use std::sync::Once;
 
-/// Bundled so the plot needs no system font library (DejaVu, see
-/// `assets/DejaVuSansMono.LICENSE`).
-const FONT: &[u8] = include_bytes!("../assets/DejaVuSansMono.ttf");
+/// Bundled so the plot needs no system font library.
+const FONT: &[u8] = verifine_base::PLOT_FONT;
 const FAMILY: &str = "verifine-mono";
 
 /// The series a plot shows, as (step, value) points.

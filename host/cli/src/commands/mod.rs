@@ -6,6 +6,8 @@ pub mod author;
 pub mod config;
 #[cfg(feature = "train")]
 pub mod evolve;
+#[cfg(feature = "local-judge")]
+pub mod judge;
 #[cfg(feature = "train")]
 pub mod labels;
 pub mod plugin;
@@ -14,6 +16,7 @@ pub mod score;
 pub mod select;
 #[cfg(feature = "train")]
 pub mod train;
+pub mod verifiers;
 
 /// The run directory of a new `kind` run (`train`, `evolve`) when none is
 /// given: `runs/<kind>-<unix seconds>`.
