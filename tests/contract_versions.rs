@@ -143,3 +143,63 @@ fn waiting_on_a_slow_judge_is_not_the_plugins_time() {
         .unwrap();
     assert_eq!(results[0].as_ref().unwrap().total, Some(1.0));
 }
+
+/// A training run whose reward asks a judge model (here the 0.1 component
+/// above, through a local random-weight GGUF judge) logs what the judge
+/// spent on each metrics line.
+#[test]
+fn a_training_run_logs_what_its_judge_spent() {
+    use verifine_judge::local::tiny::{TinySpec, write_tiny_llama};
+    let dir = verifine_tests::scratch_dir("judged-training");
+    write_tiny_llama(&dir.join("judge.gguf"), TinySpec::default()).unwrap();
+    let judges = dir.join("judges.toml");
+    std::fs::write(
+        &judges,
+        format!(
+            "[judges.judge]\nbackend = {{ kind = \"local-gguf\", path = {:?} }}\nprice = {{ input = 1.0, output = 1.0 }}\n",
+            dir.join("judge.gguf").display().to_string()
+        ),
+    )
+    .unwrap();
+    let text = format!(
+        r#"
+train_problems = 50
+heldout_problems = 4
+eval_every = 0
+vocab_size = 300
+[model]
+hidden_size = 16
+num_layers = 1
+num_heads = 2
+num_kv_heads = 1
+intermediate_size = 32
+[sft]
+steps = 1
+batch_size = 2
+[grpo]
+steps = 2
+prompts_per_step = 2
+max_new_tokens = 6
+objective = {{ num_generations = 2, dynamic_sampling = false }}
+[reward]
+rubric = {{ plugin = {legacy:?} }}
+[judges]
+file = {judges:?}
+"#,
+        legacy = LEGACY_CONTRACT_0_1,
+        judges = judges.display().to_string(),
+    );
+    let config = verifine::run::RunConfig::from_toml(&text, "judged").unwrap();
+    let run = dir.join("run");
+    verifine::run::train(&config, &run).unwrap();
+    let lines: Vec<serde_json::Value> = verifine_tests::read_rows(&run.join("metrics.jsonl"));
+    let grpo: Vec<&serde_json::Value> = lines.iter().filter(|l| l["phase"] == "grpo").collect();
+    assert_eq!(grpo.len(), 2);
+    for line in grpo {
+        let costs = &line["reward_costs"];
+        // Two prompts × two generations, one query each.
+        assert_eq!(costs["judge.judge.calls"], 4.0, "{line}");
+        assert!(costs["judge.judge.usd"].as_f64().unwrap() > 0.0);
+        assert!(costs["judge.judge.device_seconds"].as_f64().unwrap() > 0.0);
+    }
+}

@@ -4,6 +4,7 @@
 //! host (the CLI, the co-evolution loop) implements them with the plugin
 //! runtime. A hook's own state travels in checkpoints as an opaque record.
 
+use std::collections::BTreeMap;
 use verifine_base::Provenance;
 
 pub use crate::prompt_pool::PromptPool;
@@ -46,6 +47,13 @@ pub trait RewardFunction {
     /// The revisions that produce the rewards now, named on every metrics
     /// line.
     fn provenance(&self) -> Vec<Provenance>;
+
+    /// What scoring spent since the last call (judge-model calls, tokens,
+    /// USD, device seconds …, by name), for the step's metrics line.
+    /// Rewards that spend nothing keep the default.
+    fn take_costs(&mut self) -> BTreeMap<String, f64> {
+        BTreeMap::new()
+    }
 }
 
 /// Where a step boundary falls.
@@ -125,6 +133,10 @@ impl<R: RewardFunction> RewardFunction for Fixed<R> {
 
     fn provenance(&self) -> Vec<Provenance> {
         self.0.provenance()
+    }
+
+    fn take_costs(&mut self) -> BTreeMap<String, f64> {
+        self.0.take_costs()
     }
 }
 

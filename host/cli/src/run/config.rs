@@ -1,6 +1,6 @@
 //! The file a user writes for `verifine train`: training's tables
-//! ([`TrainConfig`]) plus the host's own, `[limits]` (the plugin sandbox)
-//! and `[hot_swap]` (live revisions). Every table is optional; names follow
+//! ([`TrainConfig`]) plus the host's own, `[limits]` (the plugin sandbox),
+//! `[hot_swap]` (live revisions) and `[judges]` (judge models). Every table is optional; names follow
 //! TRL / verl where they exist, so configs carry over.
 
 use anyhow::{Context as _, Result, bail};
@@ -15,7 +15,17 @@ use verifine_train::TrainConfig;
 pub const DEFAULT_CONFIG: &str = include_str!("../../../../examples/arithmetic/train.toml");
 
 /// The host's tables beside training's.
-const HOST_TABLES: [&str; 2] = ["limits", "hot_swap"];
+const HOST_TABLES: [&str; 3] = ["limits", "hot_swap", "judges"];
+
+/// Judge models the run's plugins may ask (`[judges]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JudgesTable {
+    /// A judges file (`examples/judges/judges.toml`'s format); relative to
+    /// the working directory, and read again on `--resume`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+}
 
 /// Live revisions of the reward plugins (`[hot_swap]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,6 +72,8 @@ pub struct RunConfig {
     pub limits: Limits,
     /// Live plugin revisions.
     pub hot_swap: HotSwapConfig,
+    /// Judge models for the plugins.
+    pub judges: JudgesTable,
 }
 
 /// The host's tables of the file (training's keys are read beside them).
@@ -70,6 +82,7 @@ pub struct RunConfig {
 struct HostTables {
     limits: Limits,
     hot_swap: HotSwapConfig,
+    judges: JudgesTable,
 }
 
 impl RunConfig {
@@ -125,6 +138,7 @@ impl RunConfig {
             training,
             limits: host.limits,
             hot_swap: host.hot_swap,
+            judges: host.judges,
         })
     }
 }

@@ -9,8 +9,10 @@ pub use config::{DEFAULT_CONFIG, HotSwapConfig, RunConfig};
 use anyhow::{Context as _, Result};
 use plugins::PluginReward;
 use std::path::Path;
+use std::sync::Arc;
 use verifine_hotswap::gate::CanaryCase;
 use verifine_hotswap::live::LiveReward;
+use verifine_judge::{Judges, JudgesConfig};
 use verifine_runtime::{Runtime, Sample};
 use verifine_train::hooks::{Host, Progress};
 use verifine_train::task::TaskConfig;
@@ -63,8 +65,16 @@ pub fn resume_with_progress(run_dir: &Path, progress: Box<dyn FnMut(Progress)>) 
 fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) -> Result<Host> {
     let swap = &config.hot_swap;
     let reward = &config.training.reward;
+    let judges = match &config.judges.file {
+        Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
+        None => None,
+    };
+    let mut runtime = Runtime::new(config.limits)?;
+    if let Some(judges) = &judges {
+        runtime = runtime.with_judges(judges.clone());
+    }
     let live = LiveReward::new(
-        Runtime::new(config.limits)?,
+        runtime,
         &reward.rubric,
         reward.aggregator.as_ref(),
         run_dir,
@@ -72,7 +82,7 @@ fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) 
         swap.gate.clone(),
         canary_cases(config)?,
     )?;
-    let reward = PluginReward::new(live, swap.clone());
+    let reward = PluginReward::new(live, swap.clone()).with_judges(judges);
     let curriculum =
         plugins::curriculum(reward.runtime(), config.training.sft.curriculum.as_ref())?;
     Ok(Host {

@@ -4,9 +4,11 @@
 
 use super::config::HotSwapConfig;
 use anyhow::{Context as _, Result, anyhow};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use verifine_evolve::reward::{answer_sample, reward_of};
 use verifine_hotswap::live::{LiveReward, LiveState, SwapOutcome};
+use verifine_judge::{Judges, Ledger};
 use verifine_runtime::{
     Candidate, Context, Plugin, PluginInstance, PluginKind, PluginSlot, Provenance, Runtime,
     Sample, Selection,
@@ -23,6 +25,9 @@ pub struct PluginReward {
     hot_swap: HotSwapConfig,
     /// Decided at the last boundary; leaves the inbox after the checkpoint.
     pending: Option<SwapOutcome>,
+    /// The judge models the plugins ask, and what each had spent when the
+    /// costs were last taken.
+    judges: Option<(Arc<Judges>, BTreeMap<String, Ledger>)>,
 }
 
 impl PluginReward {
@@ -32,7 +37,14 @@ impl PluginReward {
             live,
             hot_swap,
             pending: None,
+            judges: None,
         }
+    }
+
+    /// Reports what `judges` spend on each metrics line.
+    pub fn with_judges(mut self, judges: Option<Arc<Judges>>) -> Self {
+        self.judges = judges.map(|j| (j, BTreeMap::new()));
+        self
     }
 
     /// The runtime the live revisions were loaded with (other plugins of the
@@ -55,6 +67,39 @@ impl RewardFunction for PluginReward {
     fn provenance(&self) -> Vec<Provenance> {
         self.live.provenance()
     }
+
+    fn take_costs(&mut self) -> BTreeMap<String, f64> {
+        let Some((judges, taken)) = &mut self.judges else {
+            return BTreeMap::new();
+        };
+        judge_costs(judges.ledgers(), taken)
+    }
+}
+
+/// Each judge's spending since `taken` (which becomes now), as metrics:
+/// `judge.NAME.calls`, `.failures`, `.input_tokens`, `.cached_input_tokens`,
+/// `.output_tokens`, `.usd`, `.device_seconds`.
+pub fn judge_costs(
+    now: BTreeMap<String, Ledger>,
+    taken: &mut BTreeMap<String, Ledger>,
+) -> BTreeMap<String, f64> {
+    let mut costs = BTreeMap::new();
+    for (name, ledger) in now {
+        let spent = ledger.since(&taken.get(&name).copied().unwrap_or_default());
+        for (key, value) in [
+            ("calls", spent.calls as f64),
+            ("failures", spent.failures as f64),
+            ("input_tokens", spent.usage.input as f64),
+            ("cached_input_tokens", spent.usage.cached_input as f64),
+            ("output_tokens", spent.usage.output as f64),
+            ("usd", spent.usd),
+            ("device_seconds", spent.device_seconds),
+        ] {
+            costs.insert(format!("judge.{name}.{key}"), value);
+        }
+        taken.insert(name, ledger);
+    }
+    costs
 }
 
 impl StepHook for PluginReward {

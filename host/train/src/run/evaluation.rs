@@ -194,9 +194,11 @@ impl Run {
 
     pub(super) fn log_eval(&mut self, eval: Evaluation) -> Result<()> {
         let plugins = self.plugins.clone();
+        let reward_costs = self.host.reward.take_costs();
         self.log.append(&MetricsLine {
             phase: Phase::Eval,
             step: self.step,
+            reward_costs,
             heldout_accuracy: Some(eval.pr),
             heldout_accuracy_fv: eval.fv,
             heldout_pass_at_k: eval.pass_at_k,

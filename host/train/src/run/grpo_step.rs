@@ -172,6 +172,7 @@ impl Run {
             ),
         });
         let plugins = self.plugins.clone();
+        let reward_costs = self.host.reward.take_costs();
         self.log.append(&MetricsLine {
             phase: Phase::Grpo,
             step: self.step,
@@ -184,6 +185,7 @@ impl Run {
             groups_solved: Some(groups_solved),
             groups_informative: Some(groups_informative),
             criteria: criterion_means(&scored),
+            reward_costs,
             kl: update.kl,
             mean_turns: svr.then(|| turns as f64 / rolled.len().max(1) as f64),
             verdicts_no: svr.then(|| count(VerifyReply::No)),

@@ -53,6 +53,10 @@ pub struct MetricsLine<'a> {
     /// Mean score per rubric criterion.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub criteria: BTreeMap<String, f64>,
+    /// What scoring spent since the previous line (judge models' calls,
+    /// tokens, USD, device seconds), as the reward reports it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reward_costs: BTreeMap<String, f64>,
     /// The k3 KL estimate to the reference (`beta > 0`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kl: Option<f64>,

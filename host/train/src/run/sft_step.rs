@@ -33,6 +33,7 @@ impl Run {
             step: self.step + 1,
             message: format!("sft  loss {loss:.3}"),
         });
+        let reward_costs = self.host.reward.take_costs();
         self.log.append(&MetricsLine {
             phase: Phase::Sft,
             step: self.step,
@@ -40,6 +41,7 @@ impl Run {
             learning_rate: Some(learning_rate),
             grad_norm: Some(grad_norm).filter(|n| n.is_finite()),
             skipped: skipped(Some(grad_norm)),
+            reward_costs,
             ..MetricsLine::default()
         })
     }
