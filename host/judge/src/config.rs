@@ -44,6 +44,13 @@ pub enum BackendConfig {
     /// A GGUF model run in this process by candle (needs the `local`
     /// feature, on in the default `verifine` build).
     LocalGguf(LocalConfig),
+    /// A student judge distilled by `verifine judge distill` (its run
+    /// directory); answers the row-rubric grader's queries on the items it
+    /// was trained on.
+    Student {
+        /// The directory holding `student.json` and `student.safetensors`.
+        path: PathBuf,
+    },
 }
 
 /// A local GGUF judge.
@@ -174,10 +181,13 @@ impl JudgesConfig {
     /// folder; [`JudgesConfig::load`] does this).
     pub fn resolve_paths(&mut self, dir: &Path) {
         for judge in self.judges.values_mut() {
-            if let BackendConfig::LocalGguf(local) = &mut judge.backend
-                && local.path.is_relative()
-            {
-                local.path = dir.join(&local.path);
+            let path = match &mut judge.backend {
+                BackendConfig::LocalGguf(local) => &mut local.path,
+                BackendConfig::Student { path } => path,
+                BackendConfig::OpenaiHttp(_) => continue,
+            };
+            if path.is_relative() {
+                *path = dir.join(&*path);
             }
         }
     }

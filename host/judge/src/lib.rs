@@ -14,6 +14,8 @@ pub mod http;
 pub mod local;
 pub mod screen;
 pub mod scripted_server;
+#[cfg(feature = "local")]
+pub mod student;
 
 pub use config::{
     BackendConfig, Budget, HttpConfig, JudgeConfig, JudgesConfig, LocalConfig, Price,
@@ -38,6 +40,8 @@ enum Backend {
     Http(HttpBackend),
     #[cfg(feature = "local")]
     Local(Box<local::LocalBackend>),
+    #[cfg(feature = "local")]
+    Student(Box<student::StudentBackend>),
 }
 
 impl Backend {
@@ -48,10 +52,15 @@ impl Backend {
             BackendConfig::LocalGguf(local) => {
                 Ok(Backend::Local(Box::new(local::LocalBackend::new(local)?)))
             }
+            #[cfg(feature = "local")]
+            BackendConfig::Student { path } => Ok(Backend::Student(Box::new(
+                student::StudentBackend::new(path).map_err(JudgeError::Config)?,
+            ))),
             #[cfg(not(feature = "local"))]
-            BackendConfig::LocalGguf(local) => Err(JudgeError::Config(format!(
+            BackendConfig::LocalGguf(LocalConfig { path, .. })
+            | BackendConfig::Student { path } => Err(JudgeError::Config(format!(
                 "{}: this build has no local judges (build verifine-judge with the `local` feature)",
-                local.path.display()
+                path.display()
             ))),
         }
     }
@@ -61,6 +70,8 @@ impl Backend {
             Backend::Http(http) => http.exchange_all(requests),
             #[cfg(feature = "local")]
             Backend::Local(local) => local.exchange_all(requests),
+            #[cfg(feature = "local")]
+            Backend::Student(student) => student.exchange_all(requests),
         }
     }
 
@@ -79,6 +90,7 @@ fn cache_identity(config: &BackendConfig) -> (String, String) {
             format!("local:{}", local.path.display()),
             format!("{:?}", local.template),
         ),
+        BackendConfig::Student { path } => (format!("student:{}", path.display()), String::new()),
     }
 }
 

@@ -1,5 +1,8 @@
 //! `verifine judge …`: tools for judge models themselves (the backends are
-//! configured in a judges file, not here).
+//! configured in a judges file, not here): a stand-in GGUF, and distilling
+//! a student judge from a teacher's verdicts.
+
+pub mod distill;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -19,6 +22,10 @@ enum JudgeCommand {
     /// tokens): a stand-in judge for trying pipelines, screens and costs
     /// with nothing downloaded. Its verdicts mean nothing.
     TinyGguf(TinyGgufArgs),
+    /// Distil a compact student judge from a teacher's per-criterion
+    /// verdicts (a `verifine score` output); report its agreement and
+    /// latency; use it as `kind = "student"` in a judges file.
+    Distill(distill::DistillArgs),
 }
 
 /// `verifine judge tiny-gguf`.
@@ -50,6 +57,12 @@ pub struct TinyGgufArgs {
 /// Runs the subcommand.
 pub fn run(args: JudgeArgs) -> Result<()> {
     match args.command {
+        JudgeCommand::Distill(a) => {
+            let summary = distill::distill(&a)?;
+            println!("{}", distill::one_line(&summary));
+            println!("report: {}", a.run_dir.join("report.md").display());
+            Ok(())
+        }
         JudgeCommand::TinyGguf(a) => {
             anyhow::ensure!(
                 a.heads >= 2 && a.width % a.heads == 0 && (a.width / a.heads) % 2 == 0,
