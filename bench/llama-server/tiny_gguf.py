@@ -20,7 +20,7 @@ N_LAYER = 2
 N_HEAD = 4
 N_HEAD_KV = 2
 N_FF = 128
-N_CTX = 2048
+N_CTX = 8192
 CHATML = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
     "{{ message['content'] }}<|im_end|>\n{% endfor %}"

@@ -276,7 +276,9 @@ pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, S
             query.judge = grader.judge.clone();
             if yes_no {
                 query = query.choosing(&["YES", "NO"]);
-                query.max_tokens = 2;
+                // Room for the choice as a quoted JSON string, even in a
+                // vocabulary of single bytes.
+                query.max_tokens = 8;
             }
             query
         })

@@ -228,10 +228,18 @@ pub fn request_body(model: &str, request: &ModelRequest) -> std::result::Result<
         messages.push(json!({"role": "system", "content": system}));
     }
     messages.push(json!({"role": "user", "content": request.prompt}));
+    // A choice comes back as a quoted JSON string: leave room for the
+    // longest one even when every byte is a token.
+    let longest_choice = request.choices.iter().map(String::len).max().unwrap_or(0) as u32;
+    let max_tokens = if request.choices.is_empty() {
+        request.max_tokens
+    } else {
+        request.max_tokens.max(longest_choice + 4)
+    };
     let mut body = json!({
         "model": model,
         "messages": messages,
-        "max_tokens": request.max_tokens,
+        "max_tokens": max_tokens,
     });
     if let Some(t) = request.temperature {
         body["temperature"] = json!(t);

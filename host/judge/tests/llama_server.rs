@@ -54,7 +54,7 @@ impl Server {
                 "--host",
                 "127.0.0.1",
             ])
-            .args(["--port", &port.to_string(), "-c", "2048", "--threads", "1"])
+            .args(["--port", &port.to_string(), "-c", "16384", "--threads", "1"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -292,4 +292,78 @@ fn the_local_backend_matches_llama_cpp() {
     }
     eprintln!("{compared} greedy steps compared, worst log-probability difference {worst:.2e}");
     assert!(compared >= 16, "too few steps compared: {compared}");
+}
+
+/// HealthBench's shared examples scored end to end through llama-server:
+/// `healthbench` asks one item per query with the answer constrained to
+/// YES/NO (sent as a JSON-schema enum, which llama-server enforces by
+/// grammar), every query of a sample sharing its prefix. The tiny model's
+/// verdicts mean nothing; the exchange, the parsing and the cost are what
+/// is checked. The first six examples keep it to seconds.
+#[test]
+fn healthbench_examples_score_through_llama_server() {
+    let root = match setup() {
+        Ok(root) => root,
+        Err(why) => {
+            eprintln!("SKIPPED the HealthBench-through-llama-server test: {why}");
+            return;
+        }
+    };
+    let port = free_port();
+    let _server = Server::start(&root, port);
+    let judges = std::sync::Arc::new(judges(port, ", concurrency = 1", None));
+    let runtime = verifine_runtime::Runtime::with_cache(Default::default(), None)
+        .unwrap()
+        .with_judges(judges.clone());
+    let plugins = verifine_runtime::scoring::RewardPlugins::load(
+        &runtime,
+        "healthbench",
+        &serde_json::json!({"answer": "yes-no"}),
+        None,
+        &serde_json::json!({}),
+    )
+    .unwrap();
+    let data = std::env::var_os("VERIFINE_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/data"));
+    let text = std::fs::read_to_string(data.join("healthbench/examples.jsonl")).unwrap();
+    let mut samples = Vec::new();
+    let mut items = 0;
+    for line in text.lines().take(6) {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let conversation: Vec<String> = row["prompt"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}: {}",
+                    t["role"].as_str().unwrap(),
+                    t["content"].as_str().unwrap()
+                )
+            })
+            .collect();
+        items += row["rubrics"].as_array().unwrap().len();
+        let mut sample = verifine_runtime::Sample::new(
+            row["prompt_id"].as_str().unwrap(),
+            conversation.join("\n"),
+            "See a doctor if it gets worse.",
+        );
+        sample.context = serde_json::json!({"rubrics": row["rubrics"]}).to_string();
+        samples.push(sample);
+    }
+    let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 2, 1, &|_| {}).unwrap();
+    for s in &scored {
+        assert!(s.error.is_none(), "{:?}", s.error);
+        for v in &s.judgment.as_ref().unwrap().verdicts {
+            assert!(v.met.is_some(), "{v:?}");
+        }
+    }
+    let ledger = judges.ledgers()["judge"];
+    assert_eq!(ledger.calls, items as u64);
+    assert!(ledger.usage.input > 0 && ledger.usage.output > 0);
+    eprintln!(
+        "{items} items: {} prompt tokens ({} served from llama-server's prompt cache), {:.1} s",
+        ledger.usage.input, ledger.usage.cached_input, ledger.seconds
+    );
 }
