@@ -257,8 +257,7 @@ fn configs_it_cannot_run_are_refused_with_a_reason() {
             config: dir.join("bad.toml"),
             run_dir: dir.join("run"),
         })
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         format!("{err:#}")
     };
     let err = refuse(&HAND_CONFIG.replace("balanced = \"pricey\"", "balanced = \"nobody\""));

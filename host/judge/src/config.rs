@@ -44,6 +44,9 @@ pub enum BackendConfig {
     /// A GGUF model run in this process by candle (needs the `local`
     /// feature, on in the default `verifine` build).
     LocalGguf(LocalConfig),
+    /// A Hugging Face checkpoint directory (`config.json`, `*.safetensors`,
+    /// `tokenizer.json`; llama or qwen2) run in this process by candle.
+    LocalSafetensors(LocalConfig),
     /// A student judge distilled by `verifine judge distill` (its run
     /// directory); answers the row-rubric grader's queries on the items it
     /// was trained on.
@@ -58,7 +61,8 @@ pub enum BackendConfig {
 #[serde(deny_unknown_fields)]
 pub struct LocalConfig {
     /// The `.gguf` file (llama or qwen2 architecture, SentencePiece
-    /// vocabulary); relative paths are resolved against the config file.
+    /// vocabulary), or the checkpoint directory; relative paths are
+    /// resolved against the config file.
     pub path: PathBuf,
     /// How the system and user messages become one prompt.
     #[serde(default)]
@@ -182,7 +186,9 @@ impl JudgesConfig {
     pub fn resolve_paths(&mut self, dir: &Path) {
         for judge in self.judges.values_mut() {
             let path = match &mut judge.backend {
-                BackendConfig::LocalGguf(local) => &mut local.path,
+                BackendConfig::LocalGguf(local) | BackendConfig::LocalSafetensors(local) => {
+                    &mut local.path
+                }
                 BackendConfig::Student { path } => path,
                 BackendConfig::OpenaiHttp(_) => continue,
             };

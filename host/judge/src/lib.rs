@@ -53,11 +53,16 @@ impl Backend {
                 Ok(Backend::Local(Box::new(local::LocalBackend::new(local)?)))
             }
             #[cfg(feature = "local")]
+            BackendConfig::LocalSafetensors(local) => Ok(Backend::Local(Box::new(
+                local::LocalBackend::from_safetensors(local)?,
+            ))),
+            #[cfg(feature = "local")]
             BackendConfig::Student { path } => Ok(Backend::Student(Box::new(
                 student::StudentBackend::new(path).map_err(JudgeError::Config)?,
             ))),
             #[cfg(not(feature = "local"))]
             BackendConfig::LocalGguf(LocalConfig { path, .. })
+            | BackendConfig::LocalSafetensors(LocalConfig { path, .. })
             | BackendConfig::Student { path } => Err(JudgeError::Config(format!(
                 "{}: this build has no local judges (build verifine-judge with the `local` feature)",
                 path.display()
@@ -86,7 +91,7 @@ impl Backend {
 fn cache_identity(config: &BackendConfig) -> (String, String) {
     match config {
         BackendConfig::OpenaiHttp(http) => (http.base_url.clone(), http.model.clone()),
-        BackendConfig::LocalGguf(local) => (
+        BackendConfig::LocalGguf(local) | BackendConfig::LocalSafetensors(local) => (
             format!("local:{}", local.path.display()),
             format!("{:?}", local.template),
         ),

@@ -246,7 +246,7 @@ fn the_local_backend_matches_llama_cpp() {
         let theirs = post(port, "/tokenize", &serde_json::json!({"content": text}));
         let theirs: Vec<u32> = serde_json::from_value(theirs["tokens"].clone()).unwrap();
         assert_eq!(
-            local.tokenizer().encode(text, false),
+            local.vocabulary().spm().unwrap().encode(text, false),
             theirs,
             "tokens of {text:?}"
         );
@@ -254,7 +254,7 @@ fn the_local_backend_matches_llama_cpp() {
         // One token per request: llama-server leaves out the probabilities
         // of a token that ends inside a UTF-8 character, which would
         // misalign a longer completion's list with its tokens.
-        let mut context = local.tokenizer().encode(text, true);
+        let mut context = local.vocabulary().encode(text);
         let mut cache = KvCache::default();
         let mut next = local.model().forward(&context, &mut cache, 1).unwrap();
         for _ in 0..8 {

@@ -16,19 +16,22 @@
 //! here and is ignored (the plugin parses what it gets, as with any model).
 
 pub mod model;
+pub mod safetensors;
 pub mod spm;
 pub mod tiny;
+pub mod vocabulary;
 
 use crate::config::{LocalConfig, PromptTemplate};
 use crate::error::{JudgeError, Result};
 use crate::http::Exchange;
 use candle_core::Device;
-use model::{GgufModel, KvCache};
+use model::{JudgeDecoder, KvCache};
 use spm::SpmTokenizer;
 use std::sync::Mutex;
 use std::time::Instant;
 use verifine_base::SplitMix64;
 use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
+use vocabulary::Vocabulary;
 
 /// A prompt whose KV cache is kept for reuse.
 struct CachedPrompt {
@@ -38,8 +41,8 @@ struct CachedPrompt {
 
 /// A loaded local judge.
 pub struct LocalBackend {
-    model: GgufModel,
-    tokenizer: SpmTokenizer,
+    model: JudgeDecoder,
+    vocabulary: Vocabulary,
     template: PromptTemplate,
     name: String,
     prompts: Mutex<Vec<CachedPrompt>>,
@@ -51,20 +54,44 @@ impl LocalBackend {
     /// device.
     pub fn new(config: &LocalConfig) -> Result<Self> {
         let fail = |m: String| JudgeError::Config(format!("{}: {m}", config.path.display()));
-        let device = if config.cuda {
-            Device::new_cuda(0).map_err(|e| fail(format!("CUDA device 0: {e}")))?
-        } else {
-            Device::Cpu
-        };
+        let device = device(config)?;
         let mut file = std::fs::File::open(&config.path)
             .map_err(|e| verifine_base::FileError::io("opening", &config.path, e))?;
         let content = candle_core::quantized::gguf_file::Content::read(&mut file)
             .map_err(|e| fail(format!("not a GGUF file: {e}")))?;
         let tokenizer = SpmTokenizer::from_gguf(&content).map_err(fail)?;
-        let model = GgufModel::load(&content, &mut file, &device).map_err(fail)?;
+        let model = JudgeDecoder::load(&content, &mut file, &device).map_err(fail)?;
+        Self::from_parts(model, Vocabulary::Spm(Box::new(tokenizer)), config)
+    }
+
+    /// Loads a Hugging Face checkpoint directory (`config.json`,
+    /// `*.safetensors`, `tokenizer.json`).
+    pub fn from_safetensors(config: &LocalConfig) -> Result<Self> {
+        let fail = |m: String| JudgeError::Config(format!("{}: {m}", config.path.display()));
+        let device = device(config)?;
+        let hf = safetensors::HfConfig::load(&config.path).map_err(fail)?;
+        let vocabulary = Vocabulary::from_tokenizer_json(&config.path, hf.bos_token_id, hf.eos())
+            .map_err(fail)?;
+        let model = safetensors::load(&config.path, &hf, &device).map_err(fail)?;
+        Self::from_parts(model, vocabulary, config)
+    }
+
+    fn from_parts(
+        model: JudgeDecoder,
+        vocabulary: Vocabulary,
+        config: &LocalConfig,
+    ) -> Result<Self> {
+        if vocabulary.len() > model.vocab_size() {
+            return Err(JudgeError::Config(format!(
+                "{}: the vocabulary has {} tokens but the embedding table {} rows",
+                config.path.display(),
+                vocabulary.len(),
+                model.vocab_size()
+            )));
+        }
         Ok(LocalBackend {
             model,
-            tokenizer,
+            vocabulary,
             template: config.template,
             name: config
                 .path
@@ -76,12 +103,12 @@ impl LocalBackend {
     }
 
     /// The vocabulary, for tests that compare tokenizations.
-    pub fn tokenizer(&self) -> &SpmTokenizer {
-        &self.tokenizer
+    pub fn vocabulary(&self) -> &Vocabulary {
+        &self.vocabulary
     }
 
     /// The model, for tests and benchmarks that run it directly.
-    pub fn model(&self) -> &GgufModel {
+    pub fn model(&self) -> &JudgeDecoder {
         &self.model
     }
 
@@ -122,7 +149,10 @@ impl LocalBackend {
 
     fn answer(&self, request: &ModelRequest) -> std::result::Result<ModelAnswer, String> {
         let started = Instant::now();
-        let prompt = self.tokenizer.encode(&self.render(request), true);
+        let prompt = self.vocabulary.encode(&self.render(request));
+        if prompt.is_empty() {
+            return Err("the prompt encodes to no tokens".to_string());
+        }
         let (mut cache, reused) = self.start_from_cache(&prompt)?;
         let next = self.model.forward(&prompt[reused..], &mut cache, 1)?;
         self.remember(&prompt, &cache);
@@ -201,22 +231,22 @@ impl LocalBackend {
             } else {
                 argmax(&next)
             };
-            if Some(token) == self.tokenizer.eos {
+            if Some(token) == self.vocabulary.eos() {
                 break;
             }
             answer.push(token);
             usage.output += 1;
             if request.top_logprobs > 0 {
                 logprobs.push(TokenLogprob {
-                    token: self.tokenizer.decode(&[token]),
+                    token: self.vocabulary.decode(&[token]),
                     logprob: f64::from(next[token as usize]),
                     top: top_k(&next, request.top_logprobs as usize)
                         .into_iter()
-                        .map(|(id, lp)| (self.tokenizer.decode(&[id]), lp))
+                        .map(|(id, lp)| (self.vocabulary.decode(&[id]), lp))
                         .collect(),
                 });
             }
-            let text = self.tokenizer.decode(&answer);
+            let text = self.vocabulary.decode(&answer);
             if let Some(at) = request
                 .stop
                 .iter()
@@ -234,7 +264,7 @@ impl LocalBackend {
                 .and_then(|t| t.to_vec1())
                 .map_err(|e| e.to_string())?;
         }
-        Ok((self.tokenizer.decode(&answer), logprobs))
+        Ok((self.vocabulary.decode(&answer), logprobs))
     }
 
     fn choose(
@@ -246,7 +276,7 @@ impl LocalBackend {
     ) -> std::result::Result<(String, Vec<TokenLogprob>), String> {
         let mut scores = Vec::with_capacity(request.choices.len());
         for choice in &request.choices {
-            let tokens = self.tokenizer.encode_continuation(choice);
+            let tokens = self.vocabulary.encode_continuation(choice);
             let Some((&first, rest)) = tokens.split_first() else {
                 return Err("an empty choice".to_string());
             };
@@ -274,7 +304,7 @@ impl LocalBackend {
             .collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
         let (text, logprob) = ranked[0].clone();
-        usage.output += self.tokenizer.encode_continuation(&text).len() as u64;
+        usage.output += self.vocabulary.encode_continuation(&text).len() as u64;
         Ok((
             text.clone(),
             vec![TokenLogprob {
@@ -283,6 +313,16 @@ impl LocalBackend {
                 top: ranked,
             }],
         ))
+    }
+}
+
+fn device(config: &LocalConfig) -> Result<Device> {
+    if config.cuda {
+        Device::new_cuda(0).map_err(|e| {
+            JudgeError::Config(format!("{}: CUDA device 0: {e}", config.path.display()))
+        })
+    } else {
+        Ok(Device::Cpu)
     }
 }
 

@@ -23,23 +23,34 @@ pub enum RopeStyle {
     Halves,
 }
 
-struct Layer {
-    attn_norm: Tensor,
-    q: QMatMul,
-    k: QMatMul,
-    v: QMatMul,
-    q_bias: Option<Tensor>,
-    k_bias: Option<Tensor>,
-    v_bias: Option<Tensor>,
-    o: QMatMul,
-    ffn_norm: Tensor,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+/// One decoder block's weights.
+pub(super) struct Layer {
+    pub(super) attn_norm: Tensor,
+    pub(super) q: QMatMul,
+    pub(super) k: QMatMul,
+    pub(super) v: QMatMul,
+    pub(super) q_bias: Option<Tensor>,
+    pub(super) k_bias: Option<Tensor>,
+    pub(super) v_bias: Option<Tensor>,
+    pub(super) o: QMatMul,
+    pub(super) ffn_norm: Tensor,
+    pub(super) gate: QMatMul,
+    pub(super) up: QMatMul,
+    pub(super) down: QMatMul,
+}
+
+/// Everything but the weights.
+pub(super) struct Shape {
+    pub(super) heads: usize,
+    pub(super) kv_heads: usize,
+    pub(super) eps: f64,
+    pub(super) rope: RopeStyle,
+    pub(super) freq_base: f32,
+    pub(super) context_length: usize,
 }
 
 /// The decoder's weights and shape.
-pub struct GgufModel {
+pub struct JudgeDecoder {
     embedding: Tensor,
     layers: Vec<Layer>,
     norm: Tensor,
@@ -100,7 +111,7 @@ fn e(err: candle_core::Error) -> String {
     err.to_string()
 }
 
-impl GgufModel {
+impl JudgeDecoder {
     /// Loads the model described by `content` from `reader`.
     pub fn load<R: Read + Seek>(
         content: &Content,
@@ -134,7 +145,6 @@ impl GgufModel {
                 .to_u32()
                 .map_err(|err| format!("{arch}.{key}: {err}"))? as usize)
         };
-        let embedding_length = int("embedding_length")?;
         let heads = int("attention.head_count")?;
         let kv_heads = int("attention.head_count_kv").unwrap_or(heads);
         let blocks = int("block_count")?;
@@ -145,12 +155,6 @@ impl GgufModel {
         let freq_base = meta("rope.freq_base")
             .and_then(|v| v.to_f32().map_err(e))
             .unwrap_or(10_000.0);
-        if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 || embedding_length % heads != 0 {
-            return Err(format!(
-                "{heads} heads, {kv_heads} KV heads and width {embedding_length} do not fit"
-            ));
-        }
-        let head_dim = embedding_length / heads;
         let mut tensor = |name: &str| {
             content
                 .tensor(reader, name, device)
@@ -159,7 +163,8 @@ impl GgufModel {
         let dense = |t: candle_core::quantized::QTensor| t.dequantize(device).map_err(e);
         let matmul = |t| QMatMul::from_qtensor(t).map_err(e);
         let embedding = dense(tensor("token_embd.weight")?)?;
-        let mut layers = Vec::with_capacity(blocks);
+        // No capacity from the file's word: a missing block fails below.
+        let mut layers = Vec::new();
         for i in 0..blocks {
             let p = format!("blk.{i}");
             let bias = |t: std::result::Result<candle_core::quantized::QTensor, String>| {
@@ -186,22 +191,66 @@ impl GgufModel {
             Ok(t) => matmul(t)?,
             Err(_) => QMatMul::Tensor(embedding.clone()),
         };
-        let (cos, sin) = rotary_tables(head_dim, context_length, freq_base, device)?;
-        Ok(GgufModel {
+        JudgeDecoder::assemble(
+            embedding,
+            layers,
+            norm,
+            output,
+            Shape {
+                heads,
+                kv_heads,
+                eps,
+                rope,
+                freq_base,
+                context_length,
+            },
+            device,
+        )
+    }
+
+    /// A decoder from its weights and shape (both loaders end here).
+    pub(super) fn assemble(
+        embedding: Tensor,
+        layers: Vec<Layer>,
+        norm: Tensor,
+        output: QMatMul,
+        shape: Shape,
+        device: &Device,
+    ) -> Result<Self> {
+        let width = embedding.dims().get(1).copied().unwrap_or(0);
+        if shape.heads == 0
+            || shape.kv_heads == 0
+            || !shape.heads.is_multiple_of(shape.kv_heads)
+            || width % shape.heads != 0
+            || !(width / shape.heads).is_multiple_of(2)
+        {
+            return Err(format!(
+                "{} heads, {} KV heads and width {width} do not fit",
+                shape.heads, shape.kv_heads
+            ));
+        }
+        let head_dim = width / shape.heads;
+        let (cos, sin) = rotary_tables(head_dim, shape.context_length, shape.freq_base, device)?;
+        Ok(JudgeDecoder {
             embedding,
             layers,
             norm,
             output,
             cos,
             sin,
-            heads,
-            kv_heads,
+            heads: shape.heads,
+            kv_heads: shape.kv_heads,
             head_dim,
-            eps,
-            rope,
-            context_length,
+            eps: shape.eps,
+            rope: shape.rope,
+            context_length: shape.context_length,
             device: device.clone(),
         })
+    }
+
+    /// Rows of the embedding table: token ids at or above it cannot be run.
+    pub fn vocab_size(&self) -> usize {
+        self.embedding.dims().first().copied().unwrap_or(0)
     }
 
     /// Runs `tokens` after what `cache` holds, extending it, and returns

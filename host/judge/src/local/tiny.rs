@@ -16,7 +16,7 @@ use verifine_base::SplitMix64;
 pub struct TinySpec {
     /// Hidden width.
     pub width: usize,
-    /// Decoder blocks.
+    /// JudgeDecoder blocks.
     pub layers: usize,
     /// Query heads.
     pub heads: usize,
@@ -75,80 +75,91 @@ pub fn vocabulary() -> (Vec<String>, Vec<f32>) {
     (pieces, scores)
 }
 
-/// Writes a random llama model of shape `spec` to `path`.
-pub fn write_tiny_llama(path: &Path, spec: TinySpec) -> Result<(), String> {
+/// Random weights of shape `spec`, named as llama.cpp's GGUF names them.
+pub fn random_weights(spec: &TinySpec) -> Result<Vec<(String, Tensor)>, String> {
     let e = |err: candle_core::Error| err.to_string();
-    let (pieces, scores) = vocabulary();
-    let vocab = pieces.len();
+    let vocab = vocabulary().0.len();
     let head_dim = spec.width / spec.heads;
-    let mut rng = SplitMix64::new(spec.seed);
-    let dtype = if spec.q8 {
-        GgmlDType::Q8_0
-    } else {
-        GgmlDType::F32
-    };
-    let mut random =
-        |rows: usize, cols: usize, scale: f32, dtype: GgmlDType| -> Result<QTensor, String> {
-            let values: Vec<f32> = (0..rows * cols)
-                .map(|_| {
-                    // Sum of uniforms: roughly normal, mean 0, variance 1.
-                    let u: f32 = (0..3)
-                        .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
-                        .sum();
-                    (u - 1.5) * 2.0 * scale
-                })
-                .collect();
-            let t = Tensor::from_vec(values, (rows, cols), &Device::Cpu).map_err(e)?;
-            QTensor::quantize(&t, dtype).map_err(e)
-        };
-    let ones = |n: usize| -> Result<QTensor, String> {
-        let t = Tensor::ones(n, candle_core::DType::F32, &Device::Cpu).map_err(e)?;
-        QTensor::quantize(&t, GgmlDType::F32).map_err(e)
-    };
-    let mut tensors: Vec<(String, QTensor)> = vec![(
-        "token_embd.weight".into(),
-        random(vocab, spec.width, 0.5, GgmlDType::F32)?,
-    )];
     let kv = spec.kv_heads * head_dim;
+    let mut rng = SplitMix64::new(spec.seed);
+    let mut random = |rows: usize, cols: usize, scale: f32| -> Result<Tensor, String> {
+        let values: Vec<f32> = (0..rows * cols)
+            .map(|_| {
+                // Sum of three uniforms: roughly normal, mean 0.
+                let u: f32 = (0..3)
+                    .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
+                    .sum();
+                (u - 1.5) * 2.0 * scale
+            })
+            .collect();
+        Tensor::from_vec(values, (rows, cols), &Device::Cpu).map_err(e)
+    };
+    let ones = |n: usize| Tensor::ones(n, candle_core::DType::F32, &Device::Cpu).map_err(e);
+    let mut tensors = vec![(
+        "token_embd.weight".to_string(),
+        random(vocab, spec.width, 0.5)?,
+    )];
     for i in 0..spec.layers {
         let p = format!("blk.{i}");
         tensors.push((format!("{p}.attn_norm.weight"), ones(spec.width)?));
         tensors.push((
             format!("{p}.attn_q.weight"),
-            random(spec.width, spec.width, 0.05, dtype)?,
+            random(spec.width, spec.width, 0.05)?,
         ));
-        tensors.push((
-            format!("{p}.attn_k.weight"),
-            random(kv, spec.width, 0.05, dtype)?,
-        ));
-        tensors.push((
-            format!("{p}.attn_v.weight"),
-            random(kv, spec.width, 0.05, dtype)?,
-        ));
+        tensors.push((format!("{p}.attn_k.weight"), random(kv, spec.width, 0.05)?));
+        tensors.push((format!("{p}.attn_v.weight"), random(kv, spec.width, 0.05)?));
         tensors.push((
             format!("{p}.attn_output.weight"),
-            random(spec.width, spec.width, 0.05, dtype)?,
+            random(spec.width, spec.width, 0.05)?,
         ));
         tensors.push((format!("{p}.ffn_norm.weight"), ones(spec.width)?));
         tensors.push((
             format!("{p}.ffn_gate.weight"),
-            random(spec.ff, spec.width, 0.05, dtype)?,
+            random(spec.ff, spec.width, 0.05)?,
         ));
         tensors.push((
             format!("{p}.ffn_up.weight"),
-            random(spec.ff, spec.width, 0.05, dtype)?,
+            random(spec.ff, spec.width, 0.05)?,
         ));
         tensors.push((
             format!("{p}.ffn_down.weight"),
-            random(spec.width, spec.ff, 0.05, dtype)?,
+            random(spec.width, spec.ff, 0.05)?,
         ));
     }
     tensors.push(("output_norm.weight".into(), ones(spec.width)?));
-    tensors.push((
-        "output.weight".into(),
-        random(vocab, spec.width, 0.5, GgmlDType::F32)?,
-    ));
+    tensors.push(("output.weight".into(), random(vocab, spec.width, 0.5)?));
+    Ok(tensors)
+}
 
+/// Writes a random llama model of shape `spec` to `path`.
+pub fn write_tiny_llama(path: &Path, spec: TinySpec) -> Result<(), String> {
+    write_llama_gguf(path, &spec, &random_weights(&spec)?)
+}
+
+/// Writes `tensors` (GGUF names, [`vocabulary`]'s size) as a llama GGUF of
+/// shape `spec`: block matrices as Q8_0 when `spec.q8`, the rest f32.
+pub fn write_llama_gguf(
+    path: &Path,
+    spec: &TinySpec,
+    tensors: &[(String, Tensor)],
+) -> Result<(), String> {
+    let e = |err: candle_core::Error| err.to_string();
+    let (pieces, scores) = vocabulary();
+    let head_dim = spec.width / spec.heads;
+    let tensors: Vec<(String, QTensor)> = tensors
+        .iter()
+        .map(|(name, t)| {
+            let block_matrix = name.starts_with("blk.") && t.dims().len() == 2;
+            let dtype = if spec.q8 && block_matrix {
+                GgmlDType::Q8_0
+            } else {
+                GgmlDType::F32
+            };
+            QTensor::quantize(t, dtype)
+                .map(|q| (name.clone(), q))
+                .map_err(e)
+        })
+        .collect::<Result<_, _>>()?;
     let u32v = |v: usize| Value::U32(v as u32);
     let metadata: Vec<(&str, Value)> = vec![
         ("general.architecture", Value::String("llama".into())),

@@ -74,7 +74,7 @@ impl StudentModel {
             .collect();
         let x = Tensor::from_vec(rows, (pairs.len(), self.spec.buckets), &Device::Cpu)?;
         let p = candle_nn::ops::sigmoid(&self.logits(&x)?)?;
-        Ok(p.to_dtype(DType::F64)?.to_vec2()?)
+        p.to_dtype(DType::F64)?.to_vec2()
     }
 
     /// Loads a student directory written by [`StudentModel::save`].

@@ -195,8 +195,8 @@ mod tests {
         let mut rng = SplitMix64::new(7);
         (0..n)
             .map(|i| {
-                let polite = rng.next_u64() % 2 == 0;
-                let marked = rng.next_u64() % 2 == 0;
+                let polite = rng.next_u64().is_multiple_of(2);
+                let marked = rng.next_u64().is_multiple_of(2);
                 let mut response = format!("step {i} adds {} and {}", i % 7, i % 5);
                 if polite {
                     response = format!("please note: {response}");

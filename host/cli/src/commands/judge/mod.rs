@@ -37,7 +37,7 @@ pub struct TinyGgufArgs {
     /// Hidden width (a multiple of 32 with `--q8`).
     #[arg(long, default_value_t = 64)]
     pub width: usize,
-    /// Decoder blocks.
+    /// JudgeDecoder blocks.
     #[arg(long, default_value_t = 2)]
     pub layers: usize,
     /// Query heads (key/value heads are half as many).
