@@ -1,9 +1,14 @@
-//! Prefix reuse on the local backend: one HealthBench sample (its real
+//! Prefix reuse and batched decoding on the local backend.
+//!
+//! Prefix reuse: one HealthBench sample (its real
 //! conversation from `../shared/data`, a response) judged on three rubric
 //! items, one query each, all sharing the introduction + conversation
 //! prefix up to `# Rubric items`. With reuse the prefix is encoded once;
 //! without (the anchor, same run, same model) every query encodes all of
 //! it. Prints tokens encoded and milliseconds per sample, best of `ROUNDS`.
+//!
+//! Batched decoding: eight free-text answers of 24 tokens each, decoded
+//! one request at a time (the anchor) and as one batch, best of `ROUNDS`.
 //!
 //!     cargo bench -p verifine-judge --features local --bench prefix_reuse
 
@@ -120,5 +125,45 @@ fn main() {
         anchor_tokens as f64 / tokens as f64,
         anchor_ms / ms
     );
+    let (alone, together) = decode_both_ways(&model);
+    println!("decode 8 answers x 24 tokens, one request at a time (anchor): {alone:.1} ms");
+    println!(
+        "decode 8 answers x 24 tokens, as one batch:                   {together:.1} ms ({:.2}x)",
+        alone / together
+    );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Best milliseconds to answer eight free-text requests one by one and
+/// as one batch (no prefix reuse, so only decoding differs).
+fn decode_both_ways(model: &std::path::Path) -> (f64, f64) {
+    let backend = LocalBackend::new(&LocalConfig {
+        path: model.to_path_buf(),
+        template: PromptTemplate::Chatml,
+        cuda: false,
+        prefix_cache_prompts: 0,
+    })
+    .unwrap();
+    let requests: Vec<ModelRequest> = (0..8)
+        .map(|i| ModelRequest::new(format!("Explain point {i} of the rubric."), 24))
+        .collect();
+    let asked: Vec<&ModelRequest> = requests.iter().collect();
+    let best = |f: &dyn Fn()| {
+        (0..ROUNDS)
+            .map(|_| {
+                let started = Instant::now();
+                f();
+                started.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let alone = best(&|| {
+        for r in &asked {
+            backend.exchange_all(&[*r]);
+        }
+    });
+    let together = best(&|| {
+        backend.exchange_all(&asked);
+    });
+    (alone, together)
 }

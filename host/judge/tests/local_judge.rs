@@ -329,3 +329,49 @@ fn a_safetensors_checkpoint_runs_like_the_same_weights_in_gguf() {
     assert!(answer.text == "YES" || answer.text == "NO");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Free-text answers of a batch decode together, one token per answer per
+/// step; each comes out as it would alone (different prompts, lengths,
+/// limits, stop strings, a sampled one among greedy ones).
+#[test]
+fn a_batch_decodes_together_as_each_would_alone() {
+    let dir = scratch("batch");
+    let model = tiny_model(&dir);
+    let local = backend(&model, 0);
+    let requests = vec![
+        ModelRequest {
+            top_logprobs: 2,
+            ..ModelRequest::new("Is the sky blue?", 12)
+        },
+        ModelRequest::new(
+            "A much longer question about whether the response cites a source.",
+            5,
+        ),
+        ModelRequest {
+            temperature: Some(0.8),
+            ..ModelRequest::new("Say something.", 9)
+        },
+        ModelRequest {
+            choices: vec!["YES".into(), "NO".into()],
+            ..ModelRequest::new("Is it met?", 4)
+        },
+        ModelRequest {
+            stop: vec!["e".into()],
+            ..ModelRequest::new("Stop at the first e.", 16)
+        },
+    ];
+    let asked: Vec<&ModelRequest> = requests.iter().collect();
+    let together = local.exchange_all(&asked);
+    for (request, batched) in requests.iter().zip(&together) {
+        let alone = local.exchange_all(&[request]).remove(0).answer.unwrap();
+        let batched = batched.answer.as_ref().unwrap();
+        assert_eq!(batched.text, alone.text, "{request:?}");
+        assert_eq!(batched.usage, alone.usage);
+        for (a, b) in batched.logprobs.iter().zip(&alone.logprobs) {
+            assert_eq!(a.token, b.token);
+            assert!((a.logprob - b.logprob).abs() < 1e-4, "{a:?} vs {b:?}");
+        }
+        assert!(batched.usage.output <= u64::from(request.max_tokens));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

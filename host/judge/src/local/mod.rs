@@ -15,6 +15,7 @@
 //! `exp` of the first is the confidence. A JSON schema cannot be enforced
 //! here and is ignored (the plugin parses what it gets, as with any model).
 
+mod decode;
 pub mod model;
 pub mod safetensors;
 pub mod spm;
@@ -112,20 +113,28 @@ impl LocalBackend {
         &self.model
     }
 
-    /// Answers every request in turn (the device is shared, not sliced).
+    /// Answers a batch: each prompt is encoded on its own (from the
+    /// longest kept prefix), then every free-text answer decodes together,
+    /// one token per answer per step ([`decode`]).
     pub fn exchange_all(&self, requests: &[&ModelRequest]) -> Vec<Exchange> {
-        requests
-            .iter()
-            .map(|request| {
-                let started = Instant::now();
-                let answer = self.answer(request);
-                Exchange {
-                    answer,
-                    calls: 1,
-                    seconds: started.elapsed().as_secs_f64(),
-                }
-            })
-            .collect()
+        decode::answer_all(self, requests)
+    }
+
+    fn answer(
+        &self,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+        usage: TokenUsage,
+        started: Instant,
+    ) -> ModelAnswer {
+        ModelAnswer {
+            text,
+            logprobs,
+            usage,
+            model: self.name.clone(),
+            seconds: started.elapsed().as_secs_f64(),
+            cached: false,
+        }
     }
 
     /// The prompt as the model sees it.
@@ -147,42 +156,12 @@ impl LocalBackend {
         }
     }
 
-    fn answer(&self, request: &ModelRequest) -> std::result::Result<ModelAnswer, String> {
-        let started = Instant::now();
-        let prompt = self.vocabulary.encode(&self.render(request));
-        if prompt.is_empty() {
-            return Err("the prompt encodes to no tokens".to_string());
-        }
-        let (mut cache, reused) = self.start_from_cache(&prompt)?;
-        let next = self.model.forward(&prompt[reused..], &mut cache, 1)?;
-        self.remember(&prompt, &cache);
-        let next: Vec<f32> = next
-            .squeeze(0)
-            .and_then(|t| t.to_vec1())
-            .map_err(|e| e.to_string())?;
-        let mut usage = TokenUsage {
-            input: prompt.len() as u64,
-            cached_input: reused as u64,
-            output: 0,
-        };
-        let (text, logprobs) = if request.choices.is_empty() {
-            self.generate(request, &prompt, cache, next, &mut usage)?
-        } else {
-            self.choose(request, cache, &next, &mut usage)?
-        };
-        Ok(ModelAnswer {
-            text,
-            logprobs,
-            usage,
-            model: self.name.clone(),
-            seconds: started.elapsed().as_secs_f64(),
-            cached: false,
-        })
-    }
-
     /// The cache of the longest kept prefix of `prompt` (at least one
     /// prompt token is always run, for the next token's distribution).
-    fn start_from_cache(&self, prompt: &[u32]) -> std::result::Result<(KvCache, usize), String> {
+    pub(crate) fn start_from_cache(
+        &self,
+        prompt: &[u32],
+    ) -> std::result::Result<(KvCache, usize), String> {
         let prompts = self.prompts.lock().map_err(|e| e.to_string())?;
         let best = prompts
             .iter()
@@ -194,7 +173,7 @@ impl LocalBackend {
         }
     }
 
-    fn remember(&self, prompt: &[u32], cache: &KvCache) {
+    pub(crate) fn remember(&self, prompt: &[u32], cache: &KvCache) {
         if self.keep_prompts == 0 {
             return;
         }
@@ -211,63 +190,7 @@ impl LocalBackend {
         });
     }
 
-    fn generate(
-        &self,
-        request: &ModelRequest,
-        prompt: &[u32],
-        mut cache: KvCache,
-        mut next: Vec<f32>,
-        usage: &mut TokenUsage,
-    ) -> std::result::Result<(String, Vec<TokenLogprob>), String> {
-        let temperature = request.temperature.unwrap_or(0.0);
-        let mut rng = SplitMix64::new(prompt.iter().fold(0x9e37_79b9, |h, &t| {
-            (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3)
-        }));
-        let mut answer = Vec::new();
-        let mut logprobs = Vec::new();
-        for _ in 0..request.max_tokens {
-            let token = if temperature > 0.0 {
-                sample(&next, temperature, &mut rng)
-            } else {
-                argmax(&next)
-            };
-            if Some(token) == self.vocabulary.eos() {
-                break;
-            }
-            answer.push(token);
-            usage.output += 1;
-            if request.top_logprobs > 0 {
-                logprobs.push(TokenLogprob {
-                    token: self.vocabulary.decode(&[token]),
-                    logprob: f64::from(next[token as usize]),
-                    top: top_k(&next, request.top_logprobs as usize)
-                        .into_iter()
-                        .map(|(id, lp)| (self.vocabulary.decode(&[id]), lp))
-                        .collect(),
-                });
-            }
-            let text = self.vocabulary.decode(&answer);
-            if let Some(at) = request
-                .stop
-                .iter()
-                .filter_map(|s| text.find(s.as_str()))
-                .min()
-            {
-                return Ok((text[..at].to_string(), logprobs));
-            }
-            if cache.len() + 1 >= self.model.context_length {
-                break;
-            }
-            let out = self.model.forward(&[token], &mut cache, 1)?;
-            next = out
-                .squeeze(0)
-                .and_then(|t| t.to_vec1())
-                .map_err(|e| e.to_string())?;
-        }
-        Ok((self.vocabulary.decode(&answer), logprobs))
-    }
-
-    fn choose(
+    pub(crate) fn choose(
         &self,
         request: &ModelRequest,
         cache: KvCache,
@@ -330,7 +253,7 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-fn argmax(logprobs: &[f32]) -> u32 {
+pub(crate) fn argmax(logprobs: &[f32]) -> u32 {
     logprobs
         .iter()
         .enumerate()
@@ -352,7 +275,7 @@ pub fn top_k(logprobs: &[f32], k: usize) -> Vec<(u32, f64)> {
         .collect()
 }
 
-fn sample(logprobs: &[f32], temperature: f32, rng: &mut SplitMix64) -> u32 {
+pub(crate) fn sample(logprobs: &[f32], temperature: f32, rng: &mut SplitMix64) -> u32 {
     let scaled: Vec<f64> = logprobs
         .iter()
         .map(|&l| f64::from(l / temperature))

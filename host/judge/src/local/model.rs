@@ -333,6 +333,100 @@ impl JudgeDecoder {
         candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1).map_err(e)
     }
 
+    /// One new token for each of several sequences at once: the weight
+    /// products run as one batch, attention per sequence over its own
+    /// cache. Returns each sequence's next-token log-probabilities.
+    pub fn forward_batch(
+        &self,
+        tokens: &[u32],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Vec<Vec<f32>>> {
+        let b = tokens.len();
+        if b == 0 || caches.len() != b {
+            return Err(format!("{b} tokens for {} caches", caches.len()));
+        }
+        if let Some(full) = caches.iter().find(|c| c.len + 1 > self.context_length) {
+            return Err(format!(
+                "{} tokens exceed the context length {}",
+                full.len + 1,
+                self.context_length
+            ));
+        }
+        let ids = Tensor::new(tokens, &self.device).map_err(e)?;
+        let mut x = self
+            .embedding
+            .index_select(&ids, 0)
+            .map_err(e)?
+            .unsqueeze(1)
+            .map_err(e)?;
+        let positions: Vec<u32> = caches.iter().map(|c| c.len as u32).collect();
+        let positions = Tensor::new(positions.as_slice(), &self.device).map_err(e)?;
+        let half = self.head_dim / 2;
+        let table = |t: &Tensor| -> Result<Tensor> {
+            t.index_select(&positions, 0)
+                .and_then(|t| t.reshape((b, 1, half)))
+                .and_then(|t| t.contiguous())
+                .map_err(e)
+        };
+        let (cos, sin) = (table(&self.cos)?, table(&self.sin)?);
+        for (i, layer) in self.layers.iter().enumerate() {
+            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.eps as f32).map_err(e)?;
+            let project = |w: &QMatMul, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
+                let mut y = w.forward(&h).map_err(e)?;
+                if let Some(bias) = bias {
+                    y = y.broadcast_add(bias).map_err(e)?;
+                }
+                y.reshape((b, 1, heads, self.head_dim))
+                    .and_then(|y| y.transpose(1, 2))
+                    .and_then(|y| y.contiguous())
+                    .map_err(e)
+            };
+            let q = self.rotate(&project(&layer.q, &layer.q_bias, self.heads)?, &cos, &sin)?;
+            let k = self.rotate(
+                &project(&layer.k, &layer.k_bias, self.kv_heads)?,
+                &cos,
+                &sin,
+            )?;
+            let v = project(&layer.v, &layer.v_bias, self.kv_heads)?;
+            let mut attended = Vec::with_capacity(b);
+            for (j, cache) in caches.iter_mut().enumerate() {
+                let row = |t: &Tensor| t.narrow(0, j, 1).map_err(e);
+                let (kj, vj) = (row(&k)?, row(&v)?);
+                let (kj, vj) = match cache.layers.get(i) {
+                    Some((pk, pv)) => (
+                        Tensor::cat(&[pk, &kj], 2).map_err(e)?,
+                        Tensor::cat(&[pv, &vj], 2).map_err(e)?,
+                    ),
+                    None => (kj, vj),
+                };
+                attended.push(self.attend(&row(&q)?, &kj, &vj, &None)?);
+                match cache.layers.get_mut(i) {
+                    Some(slot) => *slot = (kj, vj),
+                    None => cache.layers.push((kj, vj)),
+                }
+            }
+            let attended = Tensor::cat(&attended, 0)
+                .and_then(|a| a.transpose(1, 2))
+                .and_then(|a| a.reshape((b, 1, self.heads * self.head_dim)))
+                .map_err(e)?;
+            x = (x + layer.o.forward(&attended).map_err(e)?).map_err(e)?;
+            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.eps as f32).map_err(e)?;
+            let gated = candle_nn::ops::silu(&layer.gate.forward(&h).map_err(e)?).map_err(e)?;
+            let mlp = layer
+                .down
+                .forward(&(gated * layer.up.forward(&h).map_err(e)?).map_err(e)?);
+            x = (x + mlp.map_err(e)?).map_err(e)?;
+        }
+        for cache in caches.iter_mut() {
+            cache.len += 1;
+        }
+        let x = candle_nn::ops::rms_norm(&x, &self.norm, self.eps as f32).map_err(e)?;
+        let logits = self.output.forward(&x).map_err(e)?.squeeze(1).map_err(e)?;
+        candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1)
+            .and_then(|t| t.to_vec2())
+            .map_err(e)
+    }
+
     fn rotate(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
         match self.rope {
             RopeStyle::Adjacent => candle_nn::rotary_emb::rope_i(x, cos, sin),

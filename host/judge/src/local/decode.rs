@@ -1,0 +1,209 @@
+//! Answering a batch on the local backend. Each prompt is encoded on its
+//! own, starting from the longest kept prefix (prompts differ in length and
+//! in what they share, so their prefill is not batched); a query with
+//! choices is then scored and done. Free-text answers decode together: at
+//! every step each unfinished answer picks its token and all of them run
+//! through the model as one batch ([`JudgeDecoder::forward_batch`]), so the
+//! weight products are paid once per step, not once per answer.
+
+use super::model::KvCache;
+use super::{LocalBackend, argmax, sample, top_k};
+use crate::http::Exchange;
+use std::time::Instant;
+use verifine_base::SplitMix64;
+use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
+
+/// One free-text answer being decoded.
+struct Decoding<'a> {
+    request: &'a ModelRequest,
+    cache: KvCache,
+    /// The next token's log-probabilities.
+    next: Vec<f32>,
+    answer: Vec<u32>,
+    logprobs: Vec<TokenLogprob>,
+    usage: TokenUsage,
+    rng: SplitMix64,
+    seconds: f64,
+    /// The final text, once finished.
+    text: Option<String>,
+    /// Why the model could not go on (the answer then fails).
+    error: Option<String>,
+}
+
+/// Where a request stands after its prompt was encoded.
+enum Started<'a> {
+    Done(Result<ModelAnswer, String>, f64),
+    Decoding(Box<Decoding<'a>>),
+}
+
+pub(super) fn answer_all(backend: &LocalBackend, requests: &[&ModelRequest]) -> Vec<Exchange> {
+    let mut states: Vec<Started> = requests.iter().map(|r| start(backend, r)).collect();
+    loop {
+        let mut active: Vec<&mut Decoding> = states
+            .iter_mut()
+            .filter_map(|s| match s {
+                Started::Decoding(d) if d.text.is_none() => Some(d.as_mut()),
+                _ => None,
+            })
+            .collect();
+        let step_started = Instant::now();
+        let mut feeding: Vec<(&mut Decoding, u32)> = Vec::new();
+        for d in active.drain(..) {
+            if let Some(token) = d.advance(backend) {
+                feeding.push((d, token));
+            }
+        }
+        if feeding.is_empty() {
+            break;
+        }
+        let tokens: Vec<u32> = feeding.iter().map(|(_, t)| *t).collect();
+        let mut caches: Vec<&mut KvCache> = feeding.iter_mut().map(|(d, _)| &mut d.cache).collect();
+        let ran = backend.model.forward_batch(&tokens, &mut caches);
+        let share = step_started.elapsed().as_secs_f64() / tokens.len() as f64;
+        match ran {
+            Ok(rows) => {
+                for ((d, _), row) in feeding.iter_mut().zip(rows) {
+                    d.next = row;
+                    d.seconds += share;
+                }
+            }
+            Err(error) => {
+                for (d, _) in feeding.iter_mut() {
+                    d.error = Some(error.clone());
+                    d.text = Some(String::new());
+                }
+            }
+        }
+    }
+    states
+        .into_iter()
+        .map(|s| match s {
+            Started::Done(answer, seconds) => Exchange {
+                answer,
+                calls: 1,
+                seconds,
+            },
+            Started::Decoding(d) => d.finish(backend),
+        })
+        .collect()
+}
+
+/// Encodes the prompt; a query with choices is answered at once.
+fn start<'a>(backend: &LocalBackend, request: &'a ModelRequest) -> Started<'a> {
+    let started = Instant::now();
+    let prepared = (|| {
+        let prompt = backend.vocabulary.encode(&backend.render(request));
+        if prompt.is_empty() {
+            return Err("the prompt encodes to no tokens".to_string());
+        }
+        let (mut cache, reused) = backend.start_from_cache(&prompt)?;
+        let next = backend.model.forward(&prompt[reused..], &mut cache, 1)?;
+        backend.remember(&prompt, &cache);
+        let next: Vec<f32> = next
+            .squeeze(0)
+            .and_then(|t| t.to_vec1())
+            .map_err(|e| e.to_string())?;
+        let usage = TokenUsage {
+            input: prompt.len() as u64,
+            cached_input: reused as u64,
+            output: 0,
+        };
+        Ok((prompt, cache, next, usage))
+    })();
+    let (prompt, cache, next, mut usage) = match prepared {
+        Ok(p) => p,
+        Err(e) => return Started::Done(Err(e), started.elapsed().as_secs_f64()),
+    };
+    if !request.choices.is_empty() {
+        let answer = backend
+            .choose(request, cache, &next, &mut usage)
+            .map(|(text, logprobs)| backend.answer(text, logprobs, usage, started));
+        return Started::Done(answer, started.elapsed().as_secs_f64());
+    }
+    let seed = prompt.iter().fold(0x9e37_79b9, |h, &t| {
+        (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Started::Decoding(Box::new(Decoding {
+        request,
+        cache,
+        next,
+        answer: Vec::new(),
+        logprobs: Vec::new(),
+        usage,
+        rng: SplitMix64::new(seed),
+        seconds: started.elapsed().as_secs_f64(),
+        text: None,
+        error: None,
+    }))
+}
+
+impl Decoding<'_> {
+    /// Picks the next token from `next`: the token to run, or `None` when
+    /// the answer is finished (EOS, a stop string, the token limit, the
+    /// context's end).
+    fn advance(&mut self, backend: &LocalBackend) -> Option<u32> {
+        let request = self.request;
+        if self.answer.len() >= request.max_tokens as usize {
+            self.text = Some(backend.vocabulary.decode(&self.answer));
+            return None;
+        }
+        let temperature = request.temperature.unwrap_or(0.0);
+        let token = if temperature > 0.0 {
+            sample(&self.next, temperature, &mut self.rng)
+        } else {
+            argmax(&self.next)
+        };
+        if Some(token) == backend.vocabulary.eos() {
+            self.text = Some(backend.vocabulary.decode(&self.answer));
+            return None;
+        }
+        self.answer.push(token);
+        self.usage.output += 1;
+        if request.top_logprobs > 0 {
+            self.logprobs.push(TokenLogprob {
+                token: backend.vocabulary.decode(&[token]),
+                logprob: f64::from(self.next[token as usize]),
+                top: top_k(&self.next, request.top_logprobs as usize)
+                    .into_iter()
+                    .map(|(id, lp)| (backend.vocabulary.decode(&[id]), lp))
+                    .collect(),
+            });
+        }
+        let text = backend.vocabulary.decode(&self.answer);
+        if let Some(at) = request
+            .stop
+            .iter()
+            .filter_map(|s| text.find(s.as_str()))
+            .min()
+        {
+            self.text = Some(text[..at].to_string());
+            return None;
+        }
+        let room = self.cache.len() + 1 < backend.model.context_length;
+        if self.answer.len() >= request.max_tokens as usize || !room {
+            self.text = Some(text);
+            return None;
+        }
+        Some(token)
+    }
+
+    fn finish(self, backend: &LocalBackend) -> Exchange {
+        let seconds = self.seconds;
+        let answer = match self.error {
+            Some(error) => Err(error),
+            None => Ok(ModelAnswer {
+                text: self.text.unwrap_or_default(),
+                logprobs: self.logprobs,
+                usage: self.usage,
+                model: backend.name.clone(),
+                seconds,
+                cached: false,
+            }),
+        };
+        Exchange {
+            answer,
+            calls: 1,
+            seconds,
+        }
+    }
+}
