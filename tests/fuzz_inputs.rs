@@ -96,3 +96,87 @@ fn mutated_components_are_refused_or_read_never_a_panic() {
         let _ = read_metadata(&[b"\0asm".as_slice(), &small].concat());
     }
 }
+
+/// Valid bodies of the reward server's three doors, to mutate.
+const SERVE_SEEDS: [(&str, &str); 3] = [
+    (
+        "/get_reward",
+        r#"{"query": ["<|im_start|>user\nQ<|im_end|>\nA: 4<|im_end|>"], "prompts": ["<|im_start|>user\nQ<|im_end|>\n"], "labels": ["4"]}"#,
+    ),
+    (
+        "/slime",
+        r#"{"prompt": [{"role": "user", "content": "2+2?"}], "response": "A: 4", "label": "4"}"#,
+    ),
+    (
+        "/v1/score",
+        r#"{"rows": [{"id": 1, "prompt": "2+2?", "response": "A: 4", "reference": "4", "context": {"k": [1]}, "metadata": {"a": "b"}}]}"#,
+    ),
+];
+
+#[test]
+fn mutated_reward_server_bodies_are_refused_or_read_never_a_panic() {
+    use verifine_serve::protocol::{parse_openrlhf, parse_score, parse_slime};
+    let mut rng = SplitMix64::new(4);
+    for _ in 0..rounds() {
+        for (path, seed) in SERVE_SEEDS {
+            let body = mutate(seed.as_bytes(), &mut rng);
+            let _ = match path {
+                "/get_reward" => parse_openrlhf(&body).map(|_| ()),
+                "/slime" => parse_slime(&body).map(|_| ()),
+                _ => parse_score(&body).map(|_| ()),
+            };
+        }
+    }
+}
+
+#[test]
+fn mutated_requests_to_a_running_server_get_an_answer_never_a_dead_server() {
+    use verifine_serve::{RequestLimits, ServeOptions, Server, SwapOptions};
+    let dir = scratch_dir("fuzz-serve");
+    let options = ServeOptions {
+        rubric: verifine_runtime::PluginSlot::new("math-answer"),
+        aggregator: None,
+        dir: dir.clone(),
+        address: "127.0.0.1:0".parse().unwrap(),
+        token: None,
+        limits: RequestLimits::default(),
+        workers: 1,
+        io_threads: 1,
+        batch_size: 64,
+        on_failure: Default::default(),
+        swap: SwapOptions {
+            keep_revisions: 1,
+            gate: Default::default(),
+            canary: Vec::new(),
+            watch_dir: None,
+            interval: std::time::Duration::from_secs(1),
+        },
+    };
+    let runtime = verifine_runtime::Runtime::new(Default::default()).unwrap();
+    let server = Server::bind(options, runtime).unwrap().spawn();
+    let client = reqwest::blocking::Client::new();
+    let mut rng = SplitMix64::new(5);
+    // Bounded: each request crosses the network stack.
+    for _ in 0..rounds().min(300) {
+        let (path, seed) = SERVE_SEEDS[rng.below(SERVE_SEEDS.len())];
+        let body = mutate(seed.as_bytes(), &mut rng);
+        let response = client
+            .post(format!("{}{path}", server.url()))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        assert!(
+            [200, 400].contains(&status),
+            "{path} answered {status} to {:?}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    let health = client
+        .get(format!("{}/health", server.url()))
+        .send()
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    server.stop().unwrap();
+}

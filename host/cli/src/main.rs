@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-use verifine::commands::{agree, plugin, score};
+use verifine::commands::{agree, plugin, score, serve};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +35,9 @@ enum Command {
     /// Test-time selection: best of N by each judge of an evolve run.
     #[cfg(feature = "train")]
     Select(verifine::commands::select::SelectArgs),
+    /// Serve rewards over HTTP to distributed trainers (OpenRLHF, slime),
+    /// hot-swappable while serving.
+    Serve(serve::ServeArgs),
     /// Inspect, check, write, test and promote plugins.
     Plugin(plugin::PluginArgs),
     /// Tools for judge models (a stand-in GGUF for trying pipelines).
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Labels(args) => verifine::commands::labels::run(args),
         #[cfg(feature = "train")]
         Command::Select(args) => verifine::commands::select::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Plugin(args) => plugin::run(args),
         #[cfg(feature = "local-judge")]
         Command::Judge(args) => verifine::commands::judge::run(args),

@@ -217,76 +217,104 @@ pub fn read_filled_queue(
     let mut summary = ImportSummary::default();
     let (mut labels, mut clarifications) = (Vec::new(), Vec::new());
     for (line, item) in items.into_iter().enumerate() {
-        let at = |message: String| {
+        let read = label_of(item, annotator, &latest, &overall).map_err(|message| {
             EvolveError::File(FileError::Line {
                 path: path.to_path_buf(),
                 line: line + 1,
                 message,
             })
-        };
-        let Some(input) = item.label else {
+        })?;
+        let Some((label, clarification)) = read else {
             summary.unlabelled += 1;
             continue;
         };
-        let judge = &item.judge.dimensions;
-        let (dimensions, action, note) = match input {
-            LabelInput::Confirm => (judge.clone(), LabelAction::Confirm, None),
-            LabelInput::Change { dimension, score } => {
-                if !judge.contains_key(&dimension) {
-                    return Err(at(unknown_dimension(&dimension, judge)));
-                }
-                let mut changed = judge.clone();
-                changed.insert(dimension, score);
-                (changed, LabelAction::Change, None)
-            }
-            LabelInput::Score { dimensions } => (dimensions, LabelAction::Score, None),
-            LabelInput::Clarify {
-                criterion,
-                note,
-                dimensions,
-            } => {
-                clarifications.push(Clarification {
-                    case_id: item.case.id.clone(),
-                    criterion,
-                    note: note.clone(),
-                });
-                summary.clarified += 1;
-                let dimensions = dimensions.unwrap_or_else(|| judge.clone());
-                (dimensions, LabelAction::Clarify, Some(note))
-            }
-            LabelInput::Revise { dimensions, note } => (dimensions, LabelAction::Revise, note),
-        };
-        if let Some(name) = dimensions.keys().find(|d| !judge.contains_key(*d)) {
-            return Err(at(unknown_dimension(name, judge)));
-        }
-        if let Some(missing) = judge.keys().find(|d| !dimensions.contains_key(*d)) {
-            return Err(at(format!(
-                "the label has no score for dimension {missing:?}"
-            )));
-        }
-        if let Some((name, v)) = dimensions.iter().find(|(_, v)| !(0.0..=1.0).contains(*v)) {
-            return Err(at(format!("dimension {name:?} scored {v}, outside [0, 1]")));
-        }
-        let revision = latest.get(&item.case.id).map_or(0, |l| l.revision + 1);
-        if action == LabelAction::Revise && revision == 0 {
-            return Err(at(format!(
-                "`revise` needs an earlier label of case {:?} by {annotator}",
-                item.case.id
-            )));
-        }
         summary.labelled += 1;
-        summary.revised += usize::from(revision > 0);
-        labels.push(Label {
-            case_id: item.case.id,
-            annotator: annotator.to_string(),
-            total: overall(&dimensions),
-            dimensions,
-            revision,
-            action,
-            note,
-        });
+        summary.revised += usize::from(label.revision > 0);
+        if let Some(clarification) = clarification {
+            summary.clarified += 1;
+            clarifications.push(clarification);
+        }
+        labels.push(label);
     }
     Ok((labels, clarifications, summary))
+}
+
+/// Checks one queue item's label as [`read_filled_queue`] would (the label
+/// page calls this before it saves an edit): `Ok` for a valid or an
+/// absent label, else the reason.
+pub fn check_item(
+    item: &QueueItem,
+    annotator: &str,
+    store: &LabelStore,
+) -> std::result::Result<(), String> {
+    label_of(item.clone(), annotator, &store.latest(annotator), |_| 0.0).map(|_| ())
+}
+
+/// The label a queue item carries, with its clarification; `None` when
+/// the item is not labelled.
+fn label_of(
+    item: QueueItem,
+    annotator: &str,
+    latest: &BTreeMap<String, Label>,
+    overall: impl Fn(&Dimensions) -> f64,
+) -> std::result::Result<Option<(Label, Option<Clarification>)>, String> {
+    let Some(input) = item.label else {
+        return Ok(None);
+    };
+    let judge = &item.judge.dimensions;
+    let mut clarification = None;
+    let (dimensions, action, note) = match input {
+        LabelInput::Confirm => (judge.clone(), LabelAction::Confirm, None),
+        LabelInput::Change { dimension, score } => {
+            if !judge.contains_key(&dimension) {
+                return Err(unknown_dimension(&dimension, judge));
+            }
+            let mut changed = judge.clone();
+            changed.insert(dimension, score);
+            (changed, LabelAction::Change, None)
+        }
+        LabelInput::Score { dimensions } => (dimensions, LabelAction::Score, None),
+        LabelInput::Clarify {
+            criterion,
+            note,
+            dimensions,
+        } => {
+            clarification = Some(Clarification {
+                case_id: item.case.id.clone(),
+                criterion,
+                note: note.clone(),
+            });
+            let dimensions = dimensions.unwrap_or_else(|| judge.clone());
+            (dimensions, LabelAction::Clarify, Some(note))
+        }
+        LabelInput::Revise { dimensions, note } => (dimensions, LabelAction::Revise, note),
+    };
+    if let Some(name) = dimensions.keys().find(|d| !judge.contains_key(*d)) {
+        return Err(unknown_dimension(name, judge));
+    }
+    if let Some(missing) = judge.keys().find(|d| !dimensions.contains_key(*d)) {
+        return Err(format!("the label has no score for dimension {missing:?}"));
+    }
+    if let Some((name, v)) = dimensions.iter().find(|(_, v)| !(0.0..=1.0).contains(*v)) {
+        return Err(format!("dimension {name:?} scored {v}, outside [0, 1]"));
+    }
+    let revision = latest.get(&item.case.id).map_or(0, |l| l.revision + 1);
+    if action == LabelAction::Revise && revision == 0 {
+        return Err(format!(
+            "`revise` needs an earlier label of case {:?} by {annotator}",
+            item.case.id
+        ));
+    }
+    let label = Label {
+        case_id: item.case.id,
+        annotator: annotator.to_string(),
+        total: overall(&dimensions),
+        dimensions,
+        revision,
+        action,
+        note,
+    };
+    Ok(Some((label, clarification)))
 }
 
 fn unknown_dimension(name: &str, judge: &Dimensions) -> String {

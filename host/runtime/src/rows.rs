@@ -108,15 +108,37 @@ pub fn read_labelled_optional(path: &Path) -> Result<Vec<(Sample, Option<bool>)>
 
 fn read_rows(path: &Path) -> Result<Vec<(Sample, Option<serde_json::Value>)>> {
     let rows: Vec<InputRow> = read_jsonl(path)?;
+    rows_to_samples(rows).map_err(|(row, message)| RuntimeError::Row {
+        path: path.to_path_buf(),
+        row,
+        message,
+    })
+}
+
+/// Reads score input rows that arrived as JSON values (a request body
+/// rather than a file), with the same rules as [`read_samples`]. An error
+/// gives the 1-based row number and the reason.
+pub fn samples_from_json(
+    rows: Vec<serde_json::Value>,
+) -> std::result::Result<Vec<Sample>, (usize, String)> {
+    let rows = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, value)| {
+            serde_json::from_value::<InputRow>(value).map_err(|e| (i + 1, e.to_string()))
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(rows_to_samples(rows)?.into_iter().map(|(s, _)| s).collect())
+}
+
+type RowResult<T> = std::result::Result<T, (usize, String)>;
+
+fn rows_to_samples(rows: Vec<InputRow>) -> RowResult<Vec<(Sample, Option<serde_json::Value>)>> {
     let mut seen = std::collections::HashSet::new();
     rows.into_iter()
         .enumerate()
         .map(|(i, row)| {
-            let row_error = |message: String| RuntimeError::Row {
-                path: path.to_path_buf(),
-                row: i + 1,
-                message,
-            };
+            let row_error = |message: String| (i + 1, message);
             let id = id_string(&row.id)
                 .ok_or_else(|| row_error("id must be a string or number".to_string()))?;
             if !seen.insert(id.clone()) {

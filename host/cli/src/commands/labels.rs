@@ -37,6 +37,22 @@ enum LabelsCommand {
         #[arg(long, default_value = verifine_evolve::judge_loop::HUMAN)]
         annotator: String,
     },
+    /// Serve the label queue as a page in the browser (on 127.0.0.1);
+    /// every save goes straight to the queue file that `import` reads.
+    Serve {
+        /// The evolve run directory.
+        run_dir: PathBuf,
+        /// The queue file (default: RUN_DIR/judge/to-label.jsonl, exported
+        /// first when missing).
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Port on 127.0.0.1 (0: any free port).
+        #[arg(long, default_value_t = 8700)]
+        port: u16,
+        /// Whose labels the checks count earlier labels of (for `revise`).
+        #[arg(long, default_value = verifine_evolve::judge_loop::HUMAN)]
+        annotator: String,
+    },
 }
 
 /// Runs the subcommand.
@@ -63,6 +79,53 @@ pub fn run(args: LabelsArgs) -> Result<()> {
                 })?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
         }
+        LabelsCommand::Serve {
+            run_dir,
+            file,
+            port,
+            annotator,
+        } => {
+            let (router, _) = label_page(&run_dir, file, &annotator)?;
+            let listener = std::net::TcpListener::bind(("127.0.0.1", port))
+                .with_context(|| format!("binding 127.0.0.1:{port}"))?;
+            println!(
+                "label queue of {} on http://{}/",
+                run_dir.display(),
+                listener.local_addr()?
+            );
+            verifine_serve::labels::serve_blocking(router, listener, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })?;
+        }
     }
     Ok(())
+}
+
+/// The label page's router over the queue of `run_dir` (exported first
+/// when the file is missing), and the queue file's path.
+pub fn label_page(
+    run_dir: &std::path::Path,
+    file: Option<PathBuf>,
+    annotator: &str,
+) -> Result<(verifine_serve::labels::Router, PathBuf)> {
+    use verifine_evolve::labels::{LabelStore, QueueItem, check_item};
+    let file = file.unwrap_or_else(|| run_dir.join("judge").join("to-label.jsonl"));
+    if !file.exists() {
+        verifine_evolve::queue::export(run_dir, annotator, &file)
+            .with_context(|| format!("exporting the label queue of {}", run_dir.display()))?;
+    }
+    let labels = run_dir.join("judge").join("labels.jsonl");
+    let annotator = annotator.to_string();
+    // The labels are read at every check: an import while the page is open
+    // makes `revise` possible at once.
+    let check = Box::new(move |item: &serde_json::Value| {
+        let item: QueueItem = serde_json::from_value(item.clone()).map_err(|e| e.to_string())?;
+        let store = LabelStore::load(&labels).map_err(|e| e.to_string())?;
+        check_item(&item, &annotator, &store)
+    });
+    let queue = verifine_serve::labels::LabelQueue::open(&file, check)?;
+    Ok((
+        verifine_serve::labels::router(std::sync::Arc::new(queue)),
+        file,
+    ))
 }

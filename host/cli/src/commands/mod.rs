@@ -14,6 +14,7 @@ pub mod plugin;
 pub mod score;
 #[cfg(feature = "train")]
 pub mod select;
+pub mod serve;
 #[cfg(feature = "train")]
 pub mod train;
 pub mod verifiers;

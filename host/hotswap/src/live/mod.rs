@@ -132,11 +132,34 @@ impl LiveReward {
     /// watched revision's scores are compared with the one it replaced.
     pub fn score(&mut self, step: usize, samples: &[Sample]) -> Vec<ScoredSample> {
         let scored = self.scorer.score_batch(step as u64, 0, samples);
+        self.observe(step, samples, &scored);
+        scored
+    }
+
+    /// Shows a watched revision's scores of `samples`, scored elsewhere
+    /// (by a pool of workers holding [`LiveReward::reward_plugins`]), to the
+    /// watch, which scores them with the revision it replaced.
+    pub fn observe(&mut self, step: usize, samples: &[Sample], scored: &[ScoredSample]) {
         let threshold = self.gate.config().canary_threshold;
         for shadow in &mut self.shadows {
-            shadow.observe(step as u64, samples, &scored, threshold);
+            shadow.observe(step as u64, samples, scored, threshold);
         }
-        scored
+    }
+
+    /// Whether a promoted revision is being watched (then scores made
+    /// elsewhere should be passed to [`LiveReward::observe`]).
+    pub fn watching(&self) -> bool {
+        !self.shadows.is_empty()
+    }
+
+    /// The live revisions as a reward function, for scorers on other
+    /// threads; take it again after a swap point that changed a slot.
+    pub fn reward_plugins(&self) -> RewardPlugins {
+        RewardPlugins {
+            rubric: self.rubric.live().plugin.clone(),
+            aggregator: self.aggregator.live().plugin.clone(),
+            ..self.template.clone()
+        }
     }
 
     /// The runtime the revisions were loaded with (to load other plugins of
@@ -451,12 +474,7 @@ impl LiveReward {
     }
 
     fn rebuild_scorer(&mut self) -> Result<()> {
-        let function = RewardPlugins {
-            rubric: self.rubric.live().plugin.clone(),
-            aggregator: self.aggregator.live().plugin.clone(),
-            ..self.template.clone()
-        };
-        self.scorer = function.scorer()?;
+        self.scorer = self.reward_plugins().scorer()?;
         Ok(())
     }
 

@@ -1,0 +1,220 @@
+//! The label queue in a browser: a page over a queue file (what
+//! `verifine labels export` writes and `verifine labels import` reads), and
+//! the small JSON API it uses. Every save rewrites the file atomically.
+//! Each item carries a version; a save made against an older version than
+//! the file holds is refused with 409 and the current item, so two people
+//! editing one case never overwrite each other unseen.
+//!
+//! The page knows the queue's shape (case, reason, judge, label) but not
+//! its rules: the caller passes a check (the judge loop's own) that every
+//! edited item must pass before it is written.
+
+use crate::error::{Result, ServeError};
+use crate::http::refuse;
+pub use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, put};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The page: plain HTML and JavaScript, no build step.
+const PAGE: &str = include_str!("labels.html");
+
+/// Checks an edited queue item before it is saved; `Err` is shown to the person.
+pub type ItemCheck = Box<dyn Fn(&Value) -> std::result::Result<(), String> + Send + Sync>;
+
+struct Entry {
+    item: Value,
+    version: u64,
+}
+
+/// A queue file held in memory, saved on every edit.
+pub struct LabelQueue {
+    path: PathBuf,
+    entries: Mutex<Vec<Entry>>,
+    check: ItemCheck,
+}
+
+impl LabelQueue {
+    /// Reads the queue file; each line must be an item with a `case.id`.
+    pub fn open(path: &Path, check: ItemCheck) -> Result<LabelQueue> {
+        let text = std::fs::read_to_string(path).map_err(|source| ServeError::Io {
+            action: "reading",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut entries = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let at = |message: String| ServeError::State {
+                path: PathBuf::from(format!("{}:{}", path.display(), i + 1)),
+                message,
+            };
+            let item: Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+            if case_id(&item).is_none() {
+                return Err(at("a queue item needs a string `case.id`".to_string()));
+            }
+            entries.push(Entry { item, version: 0 });
+        }
+        Ok(LabelQueue {
+            path: path.to_path_buf(),
+            entries: Mutex::new(entries),
+            check,
+        })
+    }
+
+    /// Every item with its version.
+    pub fn snapshot(&self) -> Value {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let items: Vec<Value> = entries.iter().map(entry_json).collect();
+        json!({ "file": self.path.display().to_string(), "items": items })
+    }
+
+    /// Sets the label of case `id`, if `version` is the item's current one
+    /// and the edited item passes the check; writes the file.
+    pub fn save(
+        &self,
+        id: &str,
+        version: u64,
+        label: Value,
+    ) -> std::result::Result<Value, Response> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(index) = entries.iter().position(|e| case_id(&e.item) == Some(id)) else {
+            return Err(refuse(
+                StatusCode::NOT_FOUND,
+                format!("no case {id:?} in the queue"),
+            ));
+        };
+        let current = &entries[index];
+        if current.version != version {
+            let body = json!({
+                "error": format!("case {id:?} was saved by someone else since you loaded it (version {} now, yours {version}); here is the saved item", current.version),
+                "current": entry_json(current),
+            });
+            return Err((StatusCode::CONFLICT, axum::Json(body)).into_response());
+        }
+        let mut item = current.item.clone();
+        item["label"] = label;
+        (self.check)(&item).map_err(|reason| refuse(StatusCode::UNPROCESSABLE_ENTITY, reason))?;
+        let previous = std::mem::replace(&mut entries[index].item, item);
+        if let Err(e) = self.write(&entries) {
+            entries[index].item = previous;
+            return Err(refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("nothing saved: {e}"),
+            ));
+        }
+        entries[index].version += 1;
+        Ok(entry_json(&entries[index]))
+    }
+
+    fn write(&self, entries: &[Entry]) -> Result<()> {
+        verifine_base::write_atomically(&self.path, |w| {
+            for entry in entries {
+                serde_json::to_writer(&mut *w, &entry.item)?;
+                w.write_all(b"\n")?;
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+}
+
+fn case_id(item: &Value) -> Option<&str> {
+    item.get("case")?.get("id")?.as_str()
+}
+
+fn entry_json(entry: &Entry) -> Value {
+    json!({ "version": entry.version, "item": entry.item })
+}
+
+/// The page and its API: `GET /`, `GET /api/queue`,
+/// `PUT /api/cases/{id}` with `{"version": n, "label": {...} | null}`.
+pub fn router(queue: Arc<LabelQueue>) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/api/queue", get(list))
+        .route("/api/cases/{id}", put(save))
+        .with_state(queue)
+}
+
+async fn page() -> Response {
+    ([(header::CACHE_CONTROL, "no-store")], Html(PAGE)).into_response()
+}
+
+async fn list(State(queue): State<Arc<LabelQueue>>) -> Response {
+    axum::Json(queue.snapshot()).into_response()
+}
+
+async fn save(
+    State(queue): State<Arc<LabelQueue>>,
+    UrlPath(id): UrlPath<String>,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return refuse(rejection.status(), rejection.body_text()),
+    };
+    let edit: Value = match serde_json::from_slice(&body) {
+        Ok(edit) => edit,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")),
+    };
+    let Some(version) = edit.get("version").and_then(Value::as_u64) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "the body needs the item's `version`",
+        );
+    };
+    let label = edit.get("label").cloned().unwrap_or(Value::Null);
+    // The file write blocks; keep it off the async workers.
+    match tokio::task::spawn_blocking(move || queue.save(&id, version, label)).await {
+        Ok(Ok(saved)) => axum::Json(saved).into_response(),
+        Ok(Err(refusal)) => refusal,
+        Err(_) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the save was interrupted",
+        ),
+    }
+}
+
+/// Serves `router` on `address` until `shutdown` completes (a plain
+/// server: the label page needs none of the reward server's layers).
+pub fn serve_blocking(
+    router: Router,
+    listener: std::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let address = listener.local_addr().map_err(|source| ServeError::Io {
+        action: "reading the address of",
+        path: PathBuf::from("socket"),
+        source,
+    })?;
+    let socket_error = |action, source| ServeError::Socket {
+        action,
+        address,
+        source,
+    };
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| socket_error("configuring", e))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| socket_error("starting the runtime for", e))?;
+    runtime
+        .block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+        })
+        .map_err(|e| socket_error("serving", e))
+}

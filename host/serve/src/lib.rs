@@ -1,0 +1,36 @@
+//! The reward server: distributed trainers score with verifine's plugins
+//! over HTTP, and the plugins stay hot-swappable while they do.
+//!
+//! Three doors, one scoring core:
+//! - `POST /get_reward`: OpenRLHF's remote reward (`--remote_rm_url`);
+//! - `POST /slime`: slime's remote reward model (`--rm-type remote_rm --rm-url`);
+//! - `POST /v1/score`: score input rows in, output rows with provenance out;
+//!
+//! and `GET /health`, `GET /metrics` (Prometheus text). Every scoring
+//! answer names the revisions that produced it (the `x-verifine-revisions`
+//! header, and the body where the protocol has room).
+//!
+//! The serve directory is a run directory as far as hot-swap is concerned:
+//! `verifine plugin promote DIR rubric new.wasm` and `rollback` hand requests
+//! to its inbox, a watched directory works as in training, and decisions go
+//! to `DIR/events.jsonl`. A request finishes on the revisions live when it
+//! started.
+
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod labels;
+pub mod live;
+pub mod metrics;
+pub mod pool;
+pub mod protocol;
+mod server;
+
+pub use config::ServeTable;
+pub use error::{Result, ServeError};
+pub use http::{REVISIONS_HEADER, RequestLimits};
+pub use live::SwapOptions;
+pub use protocol::FailurePolicy;
+pub use server::{RunningServer, ServeOptions, Server};

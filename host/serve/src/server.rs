@@ -1,0 +1,208 @@
+//! Starting and stopping the server: the bind check, the scoring pool, the
+//! swap thread and the HTTP loop, in that order; stopping reverses it.
+
+use crate::error::{Result, ServeError};
+use crate::http::{App, RequestLimits, router};
+use crate::live::{self, Live, SwapOptions, Swapper};
+use crate::metrics::Metrics;
+use crate::pool::Pool;
+use crate::protocol::FailurePolicy;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use verifine_runtime::{PluginSlot, Runtime};
+
+/// Everything `verifine serve` is told.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The rubric (built-in name, path, `native:PATH`) and its config table.
+    pub rubric: PluginSlot,
+    /// The aggregator, when one is named.
+    pub aggregator: Option<PluginSlot>,
+    /// The serve directory: inbox, events, revisions, `live.json`.
+    pub dir: PathBuf,
+    /// Where to listen; only loopback without a token.
+    pub address: SocketAddr,
+    /// Bearer token required on every route but `/health`.
+    pub token: Option<String>,
+    /// Per-request limits.
+    pub limits: RequestLimits,
+    /// Scoring threads, each with its own plugin instances.
+    pub workers: usize,
+    /// Threads of the async runtime that parse requests and write answers.
+    pub io_threads: usize,
+    /// Samples per plugin call within a request.
+    pub batch_size: usize,
+    /// What a failed sample's reward becomes.
+    pub on_failure: FailurePolicy,
+    /// Revisions and swaps.
+    pub swap: SwapOptions,
+}
+
+/// A server that has bound its socket and loaded its plugins.
+pub struct Server {
+    app: Arc<App>,
+    live: Arc<Live>,
+    swapper: Swapper,
+    listener: std::net::TcpListener,
+    io_threads: usize,
+}
+
+impl Server {
+    /// Checks the options, loads the plugins (restoring the revisions the
+    /// serve directory records for the same configuration) and binds.
+    pub fn bind(options: ServeOptions, runtime: Runtime) -> Result<Server> {
+        if !options.address.ip().is_loopback() && options.token.is_none() {
+            return Err(ServeError::UnauthenticatedBind {
+                address: options.address,
+            });
+        }
+        if options.token.as_deref().is_some_and(str::is_empty) {
+            return Err(ServeError::Option("--token must not be empty".to_string()));
+        }
+        for (name, value) in [
+            ("workers", options.workers),
+            ("io_threads", options.io_threads),
+            ("max_in_flight", options.limits.max_in_flight),
+            ("max_body_bytes", options.limits.max_body_bytes),
+        ] {
+            if value == 0 {
+                return Err(ServeError::Option(format!("{name} must be at least 1")));
+            }
+        }
+        if options.swap.interval.is_zero() || options.limits.deadline.is_zero() {
+            return Err(ServeError::Option(
+                "swap_interval_ms and deadline_ms must be positive".to_string(),
+            ));
+        }
+        let (live, observer, swapper) = live::start(
+            runtime,
+            &options.rubric,
+            options.aggregator.as_ref(),
+            &options.dir,
+            options.swap.clone(),
+        )?;
+        let listener =
+            std::net::TcpListener::bind(options.address).map_err(|source| ServeError::Socket {
+                action: "binding",
+                address: options.address,
+                source,
+            })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| ServeError::Socket {
+                action: "configuring",
+                address: options.address,
+                source,
+            })?;
+        let app = Arc::new(App {
+            live: live.clone(),
+            pool: Pool::start(options.workers, options.batch_size, observer),
+            metrics: Metrics::default(),
+            token: options.token,
+            on_failure: options.on_failure,
+            limits: options.limits,
+            permits: Semaphore::new(options.limits.max_in_flight),
+        });
+        Ok(Server {
+            app,
+            live,
+            swapper,
+            listener,
+            io_threads: options.io_threads,
+        })
+    }
+
+    /// The address bound (the port, when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound socket has an address")
+    }
+
+    /// Serves until `shutdown` completes, then lets requests in flight
+    /// finish, stops the swap thread and the scoring pool.
+    pub fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+        let address = self.local_addr();
+        let socket_error = |action, source| ServeError::Socket {
+            action,
+            address,
+            source,
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.io_threads)
+            .thread_name("verifine-serve-io")
+            .enable_all()
+            .build()
+            .map_err(|e| socket_error("starting the runtime for", e))?;
+        let swapper = std::thread::Builder::new()
+            .name("verifine-swap".to_string())
+            .spawn(move || self.swapper.run())
+            .map_err(|e| socket_error("starting the swap thread for", e))?;
+        let app = self.app.clone();
+        let served = runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(self.listener)?;
+            axum::serve(listener, router(app))
+                .with_graceful_shutdown(shutdown)
+                .await
+        });
+        self.live.stop();
+        let _ = swapper.join();
+        self.app.pool.stop();
+        served.map_err(|e| socket_error("serving", e))
+    }
+
+    /// Serves on a thread of its own until [`RunningServer::stop`].
+    pub fn spawn(self) -> RunningServer {
+        let address = self.local_addr();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            self.run(async move {
+                let _ = stopped.await;
+            })
+        });
+        RunningServer {
+            address,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+/// A server serving on its own thread.
+pub struct RunningServer {
+    /// Where it listens.
+    pub address: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl RunningServer {
+    /// `http://ADDRESS`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Stops serving (requests in flight finish) and waits.
+    pub fn stop(mut self) -> Result<()> {
+        self.shut_down()
+    }
+
+    fn shut_down(&mut self) -> Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(ServeError::Option("the server thread panicked".to_string())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.shut_down();
+    }
+}

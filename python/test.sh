@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The Python package's tests, as CI runs them: build the abi3 wheel with
+# maturin, install it into a fresh virtual environment with the test
+# requirements (TRL and torch for the GRPOTrainer run, aiohttp for
+# OpenRLHF's client, selenium for the label page), and run pytest.
+# Needs the `verifine` binary (cargo build -p verifine) for the server and
+# label-page tests; the browser test needs chromium + chromedriver.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+venv=${VERIFINE_PY_VENV:-$root/target/python-venv}
+rm -rf "$venv"
+python3 -m venv "$venv"
+pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
+"${pip[@]}" "maturin>=1.9.4,<2" pytest aiohttp selenium
+"${pip[@]}" torch transformers trl datasets accelerate
+# The dev profile shares the workspace's compiled dependencies.
+"$venv/bin/maturin" build --quiet --profile dev -m python/Cargo.toml --out "$root/target/wheels" --interpreter "$venv/bin/python"
+"${pip[@]}" --force-reinstall --no-deps "$(ls -t "$root"/target/wheels/verifine-*.whl | head -1)"
+cargo build --quiet -p verifine
+cd python/tests
+VERIFINE_BIN=${VERIFINE_BIN:-$root/target/debug/verifine} \
+    VERIFINE_TEST_CACHE=${VERIFINE_TEST_CACHE:-$root/target/python-test-cache} \
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,501 @@
+//! `verifine serve` as trainers and operators meet it: the three protocols
+//! give the rewards in-process scoring gives, every answer names its
+//! revisions, a promotion under load fails no request, and each safety
+//! behaviour (bind check, token, body cap, deadline, concurrency limit,
+//! malformed bodies) answers as documented.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use verifine_hotswap::Slot;
+use verifine_hotswap::inbox::{self, Action};
+use verifine_hotswap::revision::Origin;
+use verifine_runtime::scoring::RewardPlugins;
+use verifine_runtime::{Limits, PluginSlot, Runtime, Sample};
+use verifine_serve::{
+    FailurePolicy, REVISIONS_HEADER, RequestLimits, RunningServer, ServeOptions, Server,
+    SwapOptions,
+};
+use verifine_tests::{EXAMPLE_LOOPHOLE, hostile, scratch_dir};
+
+fn options(rubric: &str, dir: &Path) -> ServeOptions {
+    ServeOptions {
+        rubric: PluginSlot::new(rubric),
+        aggregator: None,
+        dir: dir.to_path_buf(),
+        address: "127.0.0.1:0".parse().unwrap(),
+        token: None,
+        limits: RequestLimits::default(),
+        workers: 2,
+        io_threads: 2,
+        batch_size: 64,
+        on_failure: FailurePolicy::Zero,
+        swap: SwapOptions {
+            keep_revisions: 5,
+            gate: Default::default(),
+            canary: Vec::new(),
+            watch_dir: None,
+            interval: Duration::from_millis(50),
+        },
+    }
+}
+
+fn start(options: ServeOptions, limits: Limits) -> RunningServer {
+    Server::bind(options, Runtime::new(limits).unwrap())
+        .unwrap()
+        .spawn()
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+fn post(server: &RunningServer, path: &str, body: &Value) -> (u16, Value, String) {
+    let response = client()
+        .post(format!("{}{path}", server.url()))
+        .json(body)
+        .send()
+        .unwrap();
+    let status = response.status().as_u16();
+    let revisions = response
+        .headers()
+        .get(REVISIONS_HEADER)
+        .map_or(String::new(), |v| v.to_str().unwrap().to_string());
+    (status, response.json().unwrap_or(Value::Null), revisions)
+}
+
+/// What in-process scoring gives the same samples.
+fn in_process(rubric: &str, samples: &[Sample]) -> Vec<Option<f64>> {
+    let runtime = Runtime::new(Limits::default()).unwrap();
+    let plugins = RewardPlugins::load(&runtime, rubric, &json!({}), None, &json!({})).unwrap();
+    plugins
+        .scorer()
+        .unwrap()
+        .score_batch(0, 0, samples)
+        .into_iter()
+        .map(|s| s.total)
+        .collect()
+}
+
+/// Hands the loophole rubric (it rewards any response mentioning the
+/// reference) to the serve directory's inbox, as `verifine plugin promote` does.
+fn promote_loophole(dir: &Path) {
+    let wasm = std::fs::read(EXAMPLE_LOOPHOLE).unwrap();
+    let origin = Origin::Command {
+        path: EXAMPLE_LOOPHOLE.to_string(),
+    };
+    inbox::submit(
+        dir,
+        Slot::Rubric,
+        &Action::Promote { origin },
+        Some(&wasm),
+        None,
+    )
+    .unwrap();
+}
+
+#[test]
+fn openrlhf_slime_and_score_bodies_get_the_in_process_rewards() {
+    let dir = scratch_dir("serve-protocols");
+    let server = start(options("math-answer", &dir), Limits::default());
+    let prompt = "<|im_start|>user\nWhat is 6*7?<|im_end|>\n<|im_start|>assistant\n";
+    let responses = ["6*7 = 42\n#### 42", "It is 41.\n#### 41", "no idea"];
+    let (status, body, revisions) = post(
+        &server,
+        "/get_reward",
+        &json!({
+            "query": responses.iter().map(|r| format!("{prompt}{r}<|im_end|>")).collect::<Vec<_>>(),
+            "prompts": [prompt, prompt, prompt],
+            "labels": ["42", "42", "42"],
+        }),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(revisions.contains("rubric=math-answer@"), "{revisions}");
+    let samples: Vec<Sample> = responses
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Sample::new(i.to_string(), prompt, *r).with_reference("42"))
+        .collect();
+    let expected = in_process("math-answer", &samples);
+    let rewards: Vec<Option<f64>> = body["rewards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::as_f64)
+        .collect();
+    assert_eq!(
+        rewards,
+        expected
+            .iter()
+            .map(|t| Some(t.unwrap_or(0.0)))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(rewards[0], Some(1.0));
+    assert!(rewards[1].unwrap() < 1.0);
+    assert_eq!(body["scores"], body["rewards"]);
+    assert_eq!(body["extra_logs"]["correct"], json!([1.0, 0.0, 0.0]));
+    assert_eq!(
+        body["extra_logs"]["revision_generation"],
+        json!([0.0, 0.0, 0.0])
+    );
+
+    // slime: a chat prompt, the label as reference, a dict with the reward.
+    let (status, body, _) = post(
+        &server,
+        "/slime",
+        &json!({"prompt": [{"role": "user", "content": "What is 6*7?"}], "response": "#### 42", "label": "42"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reward"], 1.0);
+    assert_eq!(body["criteria"]["correct"], 1.0);
+    assert_eq!(body["revisions"]["rubric"]["name"], "math-answer");
+
+    // verifine's own rows, with provenance per row.
+    let (status, body, _) = post(
+        &server,
+        "/v1/score",
+        &json!({"rows": [{"id": "a", "prompt": "6*7?", "response": "#### 42", "reference": "42"},
+                         {"id": 7, "prompt": "6*7?", "response": "#### 40", "reference": "42"}]}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["rows"][0]["id"], "a");
+    assert_eq!(body["rows"][0]["total"], 1.0);
+    assert_eq!(body["rows"][1]["id"], "7");
+    assert_eq!(body["rows"][0]["plugin"]["name"], "math-answer");
+
+    let health: Value = client()
+        .get(format!("{}/health", server.url()))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(health["status"], "ok");
+    let metrics = client()
+        .get(format!("{}/metrics", server.url()))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains("verifine_requests_total{endpoint=\"/get_reward\",status=\"200\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("verifine_samples_scored_total 6"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("verifine_live_revision{slot=\"rubric\",name=\"math-answer\""),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("verifine_request_seconds_count{endpoint=\"/slime\"} 1"),
+        "{metrics}"
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn failed_samples_are_zero_and_flagged_or_a_422_by_policy() {
+    let dir = scratch_dir("serve-failures");
+    let limits = Limits {
+        call_timeout_ms: 300,
+        ..Limits::default()
+    };
+    let server = start(options(hostile::INFINITE_LOOP, &dir), limits);
+    let body = json!({"query": ["fine", "loop"]});
+    let (status, answer, _) = post(&server, "/get_reward", &body);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["extra_logs"]["reward_failed"],
+        json!([1.0, 1.0]),
+        "a timed-out batch fails whole"
+    );
+    assert_eq!(answer["rewards"], json!([0.0, 0.0]));
+    server.stop().unwrap();
+
+    let dir = scratch_dir("serve-failures-error");
+    let server = start(
+        ServeOptions {
+            on_failure: FailurePolicy::Error,
+            ..options(hostile::INFINITE_LOOP, &dir)
+        },
+        limits,
+    );
+    let (status, answer, _) = post(&server, "/get_reward", &json!({"query": ["loop"]}));
+    assert_eq!(status, 422);
+    assert!(
+        answer["error"].as_str().unwrap().starts_with("sample 0:"),
+        "{answer}"
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_promotion_under_load_fails_no_request_and_answers_name_their_revision() {
+    let dir = scratch_dir("serve-swap");
+    // No watch after the promotion here: the next test shows it.
+    let unwatched = |dir: &Path| {
+        let mut options = options("math-answer", dir);
+        options.swap.gate.shadow_steps = 0;
+        options
+    };
+    let server = start(unwatched(&dir), Limits::default());
+    let url = format!("{}/get_reward", server.url());
+    // The loophole rubric rewards any response that mentions the reference.
+    let body = json!({"query": ["the answer might be 42 or 41"], "labels": ["#### 42"]});
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let (url, body, stop) = (url.clone(), body.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let client = client();
+                let mut seen = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let response = client.post(&url).json(&body).send().unwrap();
+                    assert_eq!(response.status().as_u16(), 200);
+                    let header = response.headers()[REVISIONS_HEADER]
+                        .to_str()
+                        .unwrap()
+                        .to_string();
+                    let answer: Value = response.json().unwrap();
+                    seen.push((header, answer["rewards"][0].as_f64().unwrap()));
+                }
+                seen
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    promote_loophole(&dir);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .contains("\"promoted\"")
+    {
+        assert!(Instant::now() < deadline, "no promotion event");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen: Vec<(String, f64)> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    let before: Vec<_> = seen
+        .iter()
+        .filter(|(h, _)| h.starts_with("generation=0;"))
+        .collect();
+    let after: Vec<_> = seen
+        .iter()
+        .filter(|(h, _)| h.starts_with("generation=1;"))
+        .collect();
+    assert_eq!(before.len() + after.len(), seen.len());
+    assert!(
+        !before.is_empty() && !after.is_empty(),
+        "{} before, {} after",
+        before.len(),
+        after.len()
+    );
+    // Each answer's reward is what the revision its header names gives.
+    assert!(
+        before
+            .iter()
+            .all(|(h, r)| h.contains("rubric=math-answer@") && *r < 1.0)
+    );
+    assert!(
+        after
+            .iter()
+            .all(|(h, r)| h.contains("rubric=answer-mentioned@") && *r == 1.0)
+    );
+    let metrics = client()
+        .get(format!("{}/metrics", server.url()))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(metrics.contains("verifine_live_generation 1"), "{metrics}");
+    server.stop().unwrap();
+
+    // A restart with the same configuration serves what was live.
+    let server = start(unwatched(&dir), Limits::default());
+    let (_, _, revisions) = post(&server, "/get_reward", &body);
+    assert!(
+        revisions.contains("rubric=answer-mentioned@"),
+        "{revisions}"
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn the_watch_after_a_promotion_rolls_back_a_revision_lenient_on_served_requests() {
+    let dir = scratch_dir("serve-shadow");
+    let mut options = options("math-answer", &dir);
+    options.swap.gate.shadow_steps = 1000;
+    let server = start(options, Limits::default());
+    promote_loophole(&dir);
+    let events = || std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !events().contains("\"promoted\"") {
+        assert!(Instant::now() < deadline, "no promotion event");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Responses that mention the reference without answering it: the new
+    // revision accepts them all, the one it replaced none.
+    let body = json!({"query": vec!["maybe 42, maybe 41"; 8], "labels": vec!["#### 42"; 8]});
+    while !events().contains("auto-rolled-back") {
+        assert!(Instant::now() < deadline, "no rollback: {}", events());
+        let (status, _, _) = post(&server, "/get_reward", &body);
+        assert_eq!(status, 200);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let (_, answer, revisions) = post(&server, "/get_reward", &body);
+    assert!(revisions.contains("rubric=math-answer@"), "{revisions}");
+    assert_eq!(answer["rewards"][0], 0.0);
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_non_loopback_bind_needs_a_token_and_the_token_is_checked() {
+    let dir = scratch_dir("serve-token");
+    let open = ServeOptions {
+        address: "0.0.0.0:0".parse().unwrap(),
+        ..options("math-answer", &dir)
+    };
+    let refused = Server::bind(open.clone(), Runtime::new(Limits::default()).unwrap())
+        .err()
+        .expect("an unauthenticated public bind is refused");
+    assert!(refused.to_string().contains("without --token"), "{refused}");
+
+    let server = start(
+        ServeOptions {
+            token: Some("s3cret".to_string()),
+            ..options("math-answer", &dir)
+        },
+        Limits::default(),
+    );
+    let url = format!("{}/get_reward", server.url());
+    let body = json!({"query": ["#### 1"], "labels": ["1"]});
+    let response = client().post(&url).json(&body).send().unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    let wrong = client()
+        .post(&url)
+        .bearer_auth("s3cre")
+        .json(&body)
+        .send()
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    let right = client()
+        .post(&url)
+        .bearer_auth("s3cret")
+        .json(&body)
+        .send()
+        .unwrap();
+    assert_eq!(right.status().as_u16(), 200);
+    let health = client()
+        .get(format!("{}/health", server.url()))
+        .send()
+        .unwrap();
+    assert_eq!(
+        health.status().as_u16(),
+        200,
+        "load balancers probe without a token"
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn oversized_slow_and_excess_requests_are_refused_with_reasons() {
+    let dir = scratch_dir("serve-limits");
+    let limits = Limits {
+        call_timeout_ms: 1500,
+        ..Limits::default()
+    };
+    let server = start(
+        ServeOptions {
+            limits: RequestLimits {
+                max_body_bytes: 1024,
+                deadline: Duration::from_millis(400),
+                max_in_flight: 1,
+            },
+            workers: 1,
+            ..options(hostile::INFINITE_LOOP, &dir)
+        },
+        limits,
+    );
+    let big = json!({"query": ["x".repeat(4096)]});
+    let (status, body, _) = post(&server, "/get_reward", &big);
+    assert_eq!(status, 413, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("length limit"),
+        "{body}"
+    );
+
+    // A request that spins holds the only permit until its deadline.
+    let url = server.url();
+    let slow = std::thread::spawn(move || {
+        let started = Instant::now();
+        let response = client()
+            .post(format!("{url}/get_reward"))
+            .json(&json!({"query": ["loop"]}))
+            .send()
+            .unwrap();
+        (response.status().as_u16(), started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(150));
+    let response = client()
+        .post(format!("{}/get_reward", server.url()))
+        .json(&json!({"query": ["fine"]}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let (status, elapsed) = slow.join().unwrap();
+    assert_eq!(status, 504);
+    assert!(
+        elapsed < Duration::from_millis(1400),
+        "answered at the deadline, not after the plugin: {elapsed:?}"
+    );
+    server.stop().unwrap();
+}
+
+#[test]
+fn malformed_bodies_get_400_with_a_reason() {
+    let dir = scratch_dir("serve-malformed");
+    let server = start(options("math-answer", &dir), Limits::default());
+    let raw = |path: &str, body: &'static [u8]| {
+        let response = client()
+            .post(format!("{}{path}", server.url()))
+            .body(body)
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().unwrap())
+    };
+    for (path, body, reason) in [
+        ("/get_reward", &b"{\"query\": [1]}"[..], "invalid JSON body"),
+        ("/get_reward", b"not json", "invalid JSON body"),
+        ("/get_reward", b"", "empty body"),
+        ("/get_reward", b"{\"query\": [\"a\"], \"labels\": []}", "`labels` has 0 entries"),
+        ("/slime", b"{\"prompt\": {}, \"response\": \"r\"}", "found an object"),
+        ("/v1/score", b"{\"rows\": [{\"id\": 1}]}", "row 1:"),
+        ("/v1/score", b"{\"rows\": [{\"id\": 1, \"prompt\": \"p\", \"response\": \"r\"}, {\"id\": 1, \"prompt\": \"p\", \"response\": \"r\"}]}", "duplicate id"),
+    ] {
+        let (status, answer) = raw(path, body);
+        assert_eq!(status, 400, "{path} {answer}");
+        assert!(answer["error"].as_str().unwrap().contains(reason), "{path}: {answer}");
+    }
+    let (status, answer) = raw("/nowhere", b"");
+    assert_eq!(status, 404);
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("POST /get_reward")
+    );
+    server.stop().unwrap();
+}
