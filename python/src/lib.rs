@@ -6,7 +6,8 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use verifine_runtime::scoring::{RewardPlugins, ScoredSample, score_all};
+use verifine_runtime::scorer_pool::ScorerPool;
+use verifine_runtime::scoring::{RewardPlugins, ScoredSample};
 use verifine_runtime::{Limits, Runtime, Sample};
 
 /// One criterion's verdict.
@@ -104,7 +105,7 @@ impl From<ScoredSample> for Judgment {
 /// scoring lists of samples.
 #[pyclass(module = "verifine", frozen)]
 struct Scorer {
-    plugins: RewardPlugins,
+    pool: ScorerPool,
     criteria: Vec<String>,
     threads: usize,
     batch_size: usize,
@@ -168,7 +169,7 @@ impl Scorer {
             threads
         };
         Ok(Scorer {
-            plugins,
+            pool: ScorerPool::new(plugins),
             criteria,
             threads,
             batch_size: batch_size.max(1),
@@ -187,8 +188,8 @@ impl Scorer {
         let show =
             |p: verifine_runtime::Provenance| format!("{}@{}+{}", p.name, p.version, p.sha256);
         (
-            show(self.plugins.rubric.provenance()),
-            show(self.plugins.aggregator.provenance()),
+            show(self.pool.function().rubric.provenance()),
+            show(self.pool.function().aggregator.provenance()),
         )
     }
 
@@ -219,13 +220,11 @@ impl Scorer {
         repeats: usize,
     ) -> PyResult<Vec<f64>> {
         let samples = samples(prompts, responses, references, None)?;
-        let plugins = &self.plugins;
-        let (threads, batch_size) = (self.threads, self.batch_size);
         py.detach(|| {
             (0..repeats)
                 .map(|_| {
                     let started = std::time::Instant::now();
-                    let scored = score_all(plugins, &samples, batch_size, threads, &|_| {})?;
+                    let scored = self.pool.score(&samples, self.batch_size, self.threads)?;
                     std::hint::black_box(scored);
                     Ok(started.elapsed().as_secs_f64())
                 })
@@ -247,23 +246,24 @@ impl Scorer {
         let labels = labels.map(|l| l.into_iter().map(serde_json::Value::String).collect());
         let samples = verifine_serve::protocol::openrlhf_samples(queries, prompts, labels)
             .map_err(PyValueError::new_err)?;
-        let plugins = &self.plugins;
-        let (threads, batch_size) = (self.threads, self.batch_size);
-        let scored = py
-            .detach(|| score_all(plugins, &samples, batch_size, threads, &|_| {}))
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let scored = self.run(py, &samples)?;
         Ok(verifine_serve::protocol::openrlhf_response(0, &scored).to_string())
     }
 }
 
 impl Scorer {
     fn score_samples(&self, py: Python<'_>, samples: Vec<Sample>) -> PyResult<Vec<Judgment>> {
-        let plugins = &self.plugins;
-        let (threads, batch_size) = (self.threads, self.batch_size);
-        let scored = py
-            .detach(|| score_all(plugins, &samples, batch_size, threads, &|_| {}))
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        Ok(scored.into_iter().map(Judgment::from).collect())
+        Ok(self
+            .run(py, &samples)?
+            .into_iter()
+            .map(Judgment::from)
+            .collect())
+    }
+
+    /// Scores with the GIL released, on pooled scorers.
+    fn run(&self, py: Python<'_>, samples: &[Sample]) -> PyResult<Vec<ScoredSample>> {
+        py.detach(|| self.pool.score(samples, self.batch_size, self.threads))
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 }
 

@@ -24,6 +24,7 @@ pub mod native;
 pub mod output;
 pub mod plugin;
 pub mod rows;
+pub mod scorer_pool;
 pub mod scoring;
 pub mod stats;
 pub mod text;

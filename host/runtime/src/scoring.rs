@@ -12,7 +12,6 @@ use crate::{
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use verifine_base::{PluginSlot, PluginSpec};
 
 /// The aggregator used when none is named.
@@ -218,9 +217,6 @@ impl Scorer {
     }
 }
 
-/// What one scoring worker returns: the batches it scored, by batch index.
-type WorkerResult = Result<Vec<(usize, Vec<ScoredSample>)>>;
-
 /// Scores every sample in batches of `batch_size` over `threads` workers,
 /// each with its own plugin instances. Results come back in input order;
 /// `on_batch` is called with the number of samples of each finished batch.
@@ -231,41 +227,6 @@ pub fn score_all(
     threads: usize,
     on_batch: &(dyn Fn(usize) + Sync),
 ) -> Result<Vec<ScoredSample>> {
-    let batch_size = batch_size.max(1);
-    let batches: Vec<&[Sample]> = samples.chunks(batch_size).collect();
-    let threads = threads.clamp(1, batches.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut per_batch: Vec<Option<Vec<ScoredSample>>> = vec![None; batches.len()];
-
-    let finished: Vec<WorkerResult> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| -> WorkerResult {
-                    let mut scorer = function.scorer()?;
-                    let mut done = Vec::new();
-                    loop {
-                        let b = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(batch) = batches.get(b) else { break };
-                        let scored = scorer.score_batch(0, 0, batch);
-                        on_batch(batch.len());
-                        done.push((b, scored));
-                    }
-                    Ok(done)
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or(Err(RuntimeError::WorkerPanicked)))
-            .collect()
-    });
-    for worker in finished {
-        for (b, scored) in worker? {
-            per_batch[b] = Some(scored);
-        }
-    }
-    Ok(per_batch
-        .into_iter()
-        .flat_map(|b| b.expect("every batch is scored"))
-        .collect())
+    crate::scorer_pool::ScorerPool::new(function.clone())
+        .score_reporting(samples, batch_size, threads, on_batch)
 }
