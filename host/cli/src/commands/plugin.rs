@@ -196,7 +196,8 @@ enum PluginCommand {
         #[arg(long, default_value_t = 0.5)]
         threshold: f64,
     },
-    /// Hand a revision to a run: it goes live at the next step boundary if it passes the gate.
+    /// Hand a revision to a run or a `verifine serve` directory: it goes live at the next step
+    /// boundary (swap point) if it passes the gate.
     Promote {
         /// The run directory.
         run_dir: PathBuf,
@@ -282,7 +283,7 @@ pub fn run(args: PluginArgs) -> Result<()> {
         } => {
             let request = author::promote(&runtime, &run_dir, slot, &file, cases.as_deref())?;
             println!(
-                "queued {}; the run decides it at its next step boundary (see {})",
+                "queued {}; the run decides it at its next step boundary (a server: its next swap point) (see {})",
                 request.display(),
                 run_dir.join("events.jsonl").display()
             );
@@ -290,7 +291,7 @@ pub fn run(args: PluginArgs) -> Result<()> {
         PluginCommand::Rollback { run_dir, slot } => {
             let request = author::rollback(&run_dir, slot)?;
             println!(
-                "queued {}; the run rolls back at its next step boundary (see {})",
+                "queued {}; the run rolls back at its next step boundary (a server: its next swap point) (see {})",
                 request.display(),
                 run_dir.join("events.jsonl").display()
             );
