@@ -4,7 +4,7 @@
 //! of four traits — [`Rubric`], [`Aggregator`], [`Curriculum`], [`Trigger`] —
 //! and registers it with [`export_plugin!`]:
 //!
-//! ```ignore
+//! ```
 //! use verifine_plugin_api::*;
 //!
 //! struct SaysPlease;
@@ -22,6 +22,13 @@
 //! }
 //!
 //! export_plugin!(rubric: SaysPlease);
+//!
+//! // The rule is plain Rust: test it as such, without a host.
+//! # fn main() {
+//! let sample = Sample::new("s1", "Ask for the salt.", "Please pass the salt.");
+//! let judgment = SaysPlease::judge(&NoConfig::default(), &Context::at_step(0), &sample).unwrap();
+//! assert_eq!(judgment.verdicts[0].met, Some(true));
+//! # }
 //! ```
 //!
 //! The generated WebAssembly bindings stay private; the types re-exported here
@@ -345,7 +352,7 @@ pub mod __private {
     pub mod rubric {
         wit_bindgen::generate!({
             world: "rubric",
-            path: "../wit/v0.2",
+            path: "wit/v0.2",
             pub_export_macro: true,
             export_macro_name: "export_rubric_world",
             default_bindings_module: "verifine_plugin_api::__private::rubric",
@@ -357,7 +364,7 @@ pub mod __private {
     pub mod aggregator {
         wit_bindgen::generate!({
             world: "aggregator",
-            path: "../wit/v0.2",
+            path: "wit/v0.2",
             pub_export_macro: true,
             export_macro_name: "export_aggregator_world",
             default_bindings_module: "verifine_plugin_api::__private::aggregator",
@@ -371,7 +378,7 @@ pub mod __private {
     pub mod curriculum {
         wit_bindgen::generate!({
             world: "curriculum",
-            path: "../wit/v0.2",
+            path: "wit/v0.2",
             pub_export_macro: true,
             export_macro_name: "export_curriculum_world",
             default_bindings_module: "verifine_plugin_api::__private::curriculum",
@@ -385,7 +392,7 @@ pub mod __private {
     pub mod trigger {
         wit_bindgen::generate!({
             world: "trigger",
-            path: "../wit/v0.2",
+            path: "wit/v0.2",
             pub_export_macro: true,
             export_macro_name: "export_trigger_world",
             default_bindings_module: "verifine_plugin_api::__private::trigger",

@@ -73,4 +73,28 @@ mod tests {
             }
         }
     }
+
+    /// The SDK carries its own copy of the current contract, so the
+    /// packaged crate builds plugins without this repository; the copy must
+    /// be the contract, byte for byte.
+    #[test]
+    fn the_sdk_carries_the_current_contract() {
+        let contract = wit_dir().join(CURRENT_DIR).join("verifine.wit");
+        let copy = wit_dir()
+            .join("../plugin-api/wit")
+            .join(CURRENT_DIR)
+            .join("verifine.wit");
+        let (contract_text, copy_text) = (
+            std::fs::read(&contract).expect("the contract"),
+            std::fs::read(&copy).unwrap_or_default(),
+        );
+        assert!(
+            contract_text == copy_text,
+            "{} differs from {}: copy the contract into the SDK (cp {} {})",
+            copy.display(),
+            contract.display(),
+            contract.display(),
+            copy.display()
+        );
+    }
 }

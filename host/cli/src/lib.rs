@@ -14,3 +14,24 @@
 pub mod commands;
 #[cfg(feature = "train")]
 pub mod run;
+
+/// What `verifine --version` prints: the tool's version, the plugin
+/// contract it implements, and the contract versions whose components it
+/// loads (every released minor of the current major up to the current one).
+pub fn version_text() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let current = verifine_contract::VERSION;
+        let major = current.split('.').next().unwrap_or("0");
+        let loads: Vec<&str> = verifine_contract::RELEASED
+            .iter()
+            .map(|(folder, _)| folder.trim_start_matches('v'))
+            .filter(|v| v.split('.').next() == Some(major))
+            .collect();
+        format!(
+            "{} (plugin contract verifine:plugin@{current}; loads components built against {})",
+            env!("CARGO_PKG_VERSION"),
+            loads.join(", ")
+        )
+    });
+    &TEXT
+}

@@ -8,7 +8,7 @@ use verifine::commands::{agree, plugin, score, serve};
 #[derive(Parser)]
 #[command(
     name = "verifine",
-    version,
+    version = verifine::version_text(),
     about = "RL post-training with sandboxed, versioned verification plugins"
 )]
 struct Cli {

@@ -5,7 +5,7 @@
 //! discards the store; the next call instantiates afresh, so one bad input
 //! never poisons the calls after it.
 //!
-//! An instance of a native plugin (see [`super::native`]) has no store: its
+//! An instance of a native plugin (the `native` module, behind the feature of that name) has no store: its
 //! calls go straight to the library, with the same result types and checks
 //! but without the sandbox's limits.
 

@@ -2,6 +2,23 @@
 //! and provenance for every result; scoring (rubric + aggregator → reward),
 //! the JSONL row formats, snapshot cases and agreement statistics. Knows
 //! nothing of training, serving or hot-swap: those sit above it.
+//!
+//! Scoring a sample with a built-in rubric (loaded, version-checked and
+//! compiled once; each scorer holds its own sandboxed instances):
+//!
+//! ```
+//! use verifine_runtime::scoring::RewardPlugins;
+//! use verifine_runtime::{Limits, Runtime, Sample};
+//!
+//! let runtime = Runtime::new(Limits::default())?;
+//! let no_config = serde_json::json!({});
+//! let reward = RewardPlugins::load(&runtime, "math-answer", &no_config, None, &no_config)?;
+//! let sample = Sample::new("q1", "What is 6*7?", "6*7 = 42\n#### 42").with_reference("42");
+//! let scored = reward.scorer()?.score_batch(0, 0, &[sample]);
+//! assert_eq!(scored[0].total, Some(1.0));
+//! assert_eq!(reward.rubric.provenance().name, "math-answer");
+//! # Ok::<(), verifine_runtime::RuntimeError>(())
+//! ```
 
 #![warn(missing_docs)]
 

@@ -17,13 +17,23 @@ use verifine_runtime::stats::label_agreement;
 use verifine_runtime::{PluginKind, PluginMetadata, Runtime, spec_bytes};
 use verifine_runtime::{PluginSlot, PluginSpec};
 
-/// The SDK this host was built with; scaffolded crates depend on it by path.
-const SDK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugin-api");
+pub use super::sdk::SdkSource;
 
 /// Scaffolds a plugin crate of `kind` named `name` in `dir` (default:
-/// `./NAME`). It builds for wasm32-wasip2 as it is, and a rubric comes with
-/// example cases.
+/// `./NAME`), depending on the SDK as [`SdkSource::for_current_dir`] says.
 pub fn new(kind: PluginKind, name: &str, dir: Option<&Path>) -> Result<PathBuf> {
+    new_with_sdk(kind, name, dir, &SdkSource::for_current_dir())
+}
+
+/// Scaffolds a plugin crate of `kind` named `name` in `dir` (default:
+/// `./NAME`) that gets the SDK from `sdk`. It builds for wasm32-wasip2 as
+/// it is, and a rubric comes with example cases.
+pub fn new_with_sdk(
+    kind: PluginKind,
+    name: &str,
+    dir: Option<&Path>,
+    sdk: &SdkSource,
+) -> Result<PathBuf> {
     let valid = !name.is_empty()
         && name
             .chars()
@@ -38,11 +48,7 @@ pub fn new(kind: PluginKind, name: &str, dir: Option<&Path>) -> Result<PathBuf> 
     if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
         bail!("{} exists and is not empty", dir.display());
     }
-    let sdk = std::fs::canonicalize(SDK_DIR).with_context(|| {
-        format!(
-            "the plugin SDK is not at {SDK_DIR}; scaffolding needs this repository's plugin-api/"
-        )
-    })?;
+    let (dependency, patches) = sdk.manifest_lines()?;
     let template = match kind {
         PluginKind::Rubric => include_str!("templates/rubric.rs.txt"),
         PluginKind::Aggregator => include_str!("templates/aggregator.rs.txt"),
@@ -53,9 +59,8 @@ pub fn new(kind: PluginKind, name: &str, dir: Option<&Path>) -> Result<PathBuf> 
     let manifest = format!(
         "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
          [lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n\
-         [dependencies]\nverifine-plugin-api = {{ path = \"{}\" }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\n\
-         # A workspace of its own: builds wherever it lives.\n[workspace]\n",
-        sdk.display()
+         [dependencies]\n{dependency}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\n\
+         # A workspace of its own: builds wherever it lives.\n[workspace]\n{patches}"
     );
     std::fs::write(dir.join("Cargo.toml"), manifest)?;
     std::fs::write(dir.join("src/lib.rs"), template.replace("__NAME__", name))?;

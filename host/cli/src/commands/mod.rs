@@ -12,6 +12,7 @@ pub mod judge;
 pub mod labels;
 pub mod plugin;
 pub mod score;
+pub mod sdk;
 #[cfg(feature = "train")]
 pub mod select;
 pub mod serve;

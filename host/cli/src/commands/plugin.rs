@@ -157,6 +157,12 @@ enum PluginCommand {
         /// Where to create it (default: ./NAME).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// How the crate gets the SDK: `version [V]` (crates.io; default
+        /// outside a verifine checkout: the SDK matching this binary),
+        /// `git URL`, or `path DIR` (default inside a checkout: its
+        /// plugin-api/).
+        #[arg(long, num_args = 1..=2, value_names = ["KIND", "WHERE"])]
+        sdk: Option<Vec<String>>,
     },
     /// Build a plugin crate to a component and print its metadata.
     Build {
@@ -240,8 +246,17 @@ pub fn run(args: PluginArgs) -> Result<()> {
             );
         }
         PluginCommand::Check { plugin } => println!("{}", check(&runtime, plugin)?),
-        PluginCommand::New { kind, name, dir } => {
-            let dir = author::new(kind, &name, dir.as_deref())?;
+        PluginCommand::New {
+            kind,
+            name,
+            dir,
+            sdk,
+        } => {
+            let sdk = match sdk {
+                Some(words) => author::SdkSource::parse(&words)?,
+                None => author::SdkSource::for_current_dir(),
+            };
+            let dir = author::new_with_sdk(kind, &name, dir.as_deref(), &sdk)?;
             println!(
                 "created {}; build it with `verifine plugin build {}`",
                 dir.display(),
