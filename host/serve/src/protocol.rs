@@ -36,9 +36,10 @@ pub const END_MARKERS: [&str; 7] = [
     "<end_of_turn>",
 ];
 
-/// OpenRLHF's `POST /get_reward` body.
+/// OpenRLHF's `POST /get_reward` body. Fields a newer client adds are
+/// ignored, as slime's are: refusing them would break every trainer that
+/// upgrades before the server does.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct OpenRlhfRequest {
     query: Vec<String>,
     #[serde(default)]
@@ -309,6 +310,16 @@ mod tests {
         assert_eq!(samples[0].reference.as_deref(), Some("4"));
         assert_eq!(samples[1].response, "free");
         assert_eq!(samples[1].reference, None);
+    }
+
+    #[test]
+    fn fields_a_newer_client_adds_are_ignored() {
+        let samples =
+            parse_openrlhf(br#"{"query": ["A: 1"], "labels": ["1"], "datasource": ["x"]}"#)
+                .unwrap();
+        assert_eq!(samples[0].reference.as_deref(), Some("1"));
+        let sample = parse_slime(br#"{"prompt": "p", "response": "r", "metadata": {}}"#).unwrap();
+        assert_eq!(sample.response, "r");
     }
 
     #[test]
