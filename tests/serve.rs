@@ -446,14 +446,30 @@ fn oversized_slow_and_excess_requests_are_refused_with_reasons() {
             .unwrap();
         (response.status().as_u16(), started.elapsed())
     });
-    std::thread::sleep(Duration::from_millis(150));
-    let response = client()
+    // Once the spinning request holds the only permit (the in-flight gauge
+    // says so), the next is turned away at once.
+    let metrics = || {
+        client()
+            .get(format!("{}/metrics", server.url()))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap()
+    };
+    while !metrics().contains("verifine_requests_in_flight 1") {
+        assert!(
+            !slow.is_finished(),
+            "the slow request ended before it was seen in flight"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let refused = client()
         .post(format!("{}/get_reward", server.url()))
         .json(&json!({"query": ["fine"]}))
         .send()
         .unwrap();
-    assert_eq!(response.status().as_u16(), 503);
-    assert_eq!(response.headers()["retry-after"], "1");
+    assert_eq!(refused.status().as_u16(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
     let (status, elapsed) = slow.join().unwrap();
     assert_eq!(status, 504);
     assert!(

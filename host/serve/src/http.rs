@@ -250,7 +250,8 @@ async fn health(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {
-    let text = app.metrics.render(&app.live.current());
+    let in_flight = app.limits.max_in_flight - app.permits.available_permits();
+    let text = app.metrics.render(&app.live.current(), in_flight);
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         Body::from(text),

@@ -100,9 +100,15 @@ impl Metrics {
         self.failures.fetch_add(failures as u64, Ordering::Relaxed);
     }
 
-    /// The text `GET /metrics` returns.
-    pub fn render(&self, live: &Generation) -> String {
+    /// The text `GET /metrics` returns; `in_flight` is the number of
+    /// scoring requests admitted and not yet answered.
+    pub fn render(&self, live: &Generation, in_flight: usize) -> String {
         let mut out = String::new();
+        out.push_str(
+            "# HELP verifine_requests_in_flight Scoring requests admitted and not yet answered.\n",
+        );
+        out.push_str("# TYPE verifine_requests_in_flight gauge\n");
+        let _ = writeln!(out, "verifine_requests_in_flight {in_flight}");
         out.push_str("# HELP verifine_requests_total Requests answered, by endpoint and status.\n");
         out.push_str("# TYPE verifine_requests_total counter\n");
         for endpoint in Endpoint::ALL {
