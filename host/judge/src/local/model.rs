@@ -282,23 +282,7 @@ impl JudgeDecoder {
         let mut next_layers = Vec::with_capacity(self.layers.len());
         for (i, layer) in self.layers.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.eps as f32).map_err(e)?;
-            let project = |w: &QMatMul, b: &Option<Tensor>, heads: usize| -> Result<Tensor> {
-                let mut y = w.forward(&h).map_err(e)?;
-                if let Some(b) = b {
-                    y = y.broadcast_add(b).map_err(e)?;
-                }
-                y.reshape((1, t, heads, self.head_dim))
-                    .and_then(|y| y.transpose(1, 2))
-                    .and_then(|y| y.contiguous())
-                    .map_err(e)
-            };
-            let q = self.rotate(&project(&layer.q, &layer.q_bias, self.heads)?, &cos, &sin)?;
-            let k = self.rotate(
-                &project(&layer.k, &layer.k_bias, self.kv_heads)?,
-                &cos,
-                &sin,
-            )?;
-            let v = project(&layer.v, &layer.v_bias, self.kv_heads)?;
+            let (q, k, v) = self.query_key_value(layer, &h, (1, t), &cos, &sin)?;
             let (k, v) = match cache.layers.get(i) {
                 Some((pk, pv)) => (
                     Tensor::cat(&[pk, &k], 2).map_err(e)?,
@@ -371,23 +355,7 @@ impl JudgeDecoder {
         let (cos, sin) = (table(&self.cos)?, table(&self.sin)?);
         for (i, layer) in self.layers.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.eps as f32).map_err(e)?;
-            let project = |w: &QMatMul, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
-                let mut y = w.forward(&h).map_err(e)?;
-                if let Some(bias) = bias {
-                    y = y.broadcast_add(bias).map_err(e)?;
-                }
-                y.reshape((b, 1, heads, self.head_dim))
-                    .and_then(|y| y.transpose(1, 2))
-                    .and_then(|y| y.contiguous())
-                    .map_err(e)
-            };
-            let q = self.rotate(&project(&layer.q, &layer.q_bias, self.heads)?, &cos, &sin)?;
-            let k = self.rotate(
-                &project(&layer.k, &layer.k_bias, self.kv_heads)?,
-                &cos,
-                &sin,
-            )?;
-            let v = project(&layer.v, &layer.v_bias, self.kv_heads)?;
+            let (q, k, v) = self.query_key_value(layer, &h, (b, 1), &cos, &sin)?;
             let mut attended = Vec::with_capacity(b);
             for (j, cache) in caches.iter_mut().enumerate() {
                 let row = |t: &Tensor| t.narrow(0, j, 1).map_err(e);
@@ -425,6 +393,34 @@ impl JudgeDecoder {
         candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1)
             .and_then(|t| t.to_vec2())
             .map_err(e)
+    }
+
+    /// A layer's queries and keys (rotated) and values from the normed
+    /// input `h` of `(rows, positions)` tokens, as `[rows, heads, positions,
+    /// head_dim]`: a prompt is one row of many positions, a decoding batch
+    /// many rows of one.
+    fn query_key_value(
+        &self,
+        layer: &Layer,
+        h: &Tensor,
+        (rows, positions): (usize, usize),
+        cos: &Tensor,
+        sin: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let project = |w: &QMatMul, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
+            let mut y = w.forward(h).map_err(e)?;
+            if let Some(bias) = bias {
+                y = y.broadcast_add(bias).map_err(e)?;
+            }
+            y.reshape((rows, positions, heads, self.head_dim))
+                .and_then(|y| y.transpose(1, 2))
+                .and_then(|y| y.contiguous())
+                .map_err(e)
+        };
+        let q = self.rotate(&project(&layer.q, &layer.q_bias, self.heads)?, cos, sin)?;
+        let k = self.rotate(&project(&layer.k, &layer.k_bias, self.kv_heads)?, cos, sin)?;
+        let v = project(&layer.v, &layer.v_bias, self.kv_heads)?;
+        Ok((q, k, v))
     }
 
     fn rotate(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
