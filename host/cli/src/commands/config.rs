@@ -21,7 +21,10 @@
 use anyhow::{Context as _, Result};
 use serde::Deserialize;
 use std::path::Path;
-use verifine_runtime::Limits;
+use std::sync::Arc;
+use verifine_base::PluginSpec;
+use verifine_judge::{Judges, JudgesConfig};
+use verifine_runtime::{Limits, Runtime};
 
 pub use verifine_runtime::PluginSlot;
 
@@ -65,5 +68,44 @@ impl ScoreConfig {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("invalid config {}", path.display()))
+    }
+
+    /// The rubric and aggregator slots to load: a `--rubric` / `--aggregator`
+    /// flag replaces the config's plugin and keeps its table.
+    pub fn slots(
+        &self,
+        rubric: Option<&PluginSpec>,
+        aggregator: Option<&PluginSpec>,
+    ) -> Result<(PluginSlot, Option<PluginSlot>)> {
+        let choose = |flag: Option<&PluginSpec>, slot: Option<&PluginSlot>| match (flag, slot) {
+            (Some(plugin), Some(slot)) => Some(PluginSlot {
+                plugin: plugin.clone(),
+                ..slot.clone()
+            }),
+            (Some(plugin), None) => Some(PluginSlot::new(plugin.clone())),
+            (None, slot) => slot.cloned(),
+        };
+        let rubric = choose(rubric, self.rubric.as_ref())
+            .context("no rubric: pass --rubric NAME|PATH or set [rubric] plugin in the config")?;
+        Ok((rubric, choose(aggregator, self.aggregator.as_ref())))
+    }
+
+    /// The sandbox with the config's limits, answering plugins' model
+    /// queries from the judges file when one is given (its judges are
+    /// returned too, for their cost ledgers).
+    pub fn runtime(
+        &self,
+        judges: Option<&Path>,
+        allow_native: bool,
+    ) -> Result<(Runtime, Option<Arc<Judges>>)> {
+        let judges = match judges {
+            Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
+            None => None,
+        };
+        let mut runtime = Runtime::new(self.limits)?.allow_native(allow_native);
+        if let Some(judges) = &judges {
+            runtime = runtime.with_judges(judges.clone());
+        }
+        Ok((runtime, judges))
     }
 }

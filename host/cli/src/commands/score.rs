@@ -8,15 +8,14 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
 use verifine_base::files::write_jsonl;
 use verifine_base::{PluginSpec, write_atomically};
-use verifine_judge::{Judges, JudgesConfig, Ledger};
+use verifine_judge::Ledger;
+use verifine_runtime::Provenance;
 pub use verifine_runtime::rows::OutputRow;
 use verifine_runtime::rows::{output_row, read_samples};
 use verifine_runtime::scoring::{RewardPlugins, ScoredSample, score_all};
 use verifine_runtime::stats::bootstrap_mean_std;
-use verifine_runtime::{Provenance, Runtime};
 
 /// Resamples for the bootstrap std of the dataset mean.
 pub const BOOTSTRAP_RESAMPLES: usize = 1000;
@@ -162,39 +161,10 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
         Some(path) => ScoreConfig::load(path)?,
         None => ScoreConfig::default(),
     };
-    let rubric_slot = config.rubric.as_ref();
-    let rubric = args
-        .rubric
-        .clone()
-        .or_else(|| rubric_slot.map(|s| s.plugin.clone()))
-        .context("no rubric: pass --rubric NAME|PATH or set [rubric] plugin in the config")?;
-    let aggregator = args
-        .aggregator
-        .clone()
-        .or_else(|| config.aggregator.as_ref().map(|s| s.plugin.clone()));
-    let empty = serde_json::json!({});
-    let rubric_config = rubric_slot.map_or(empty.clone(), |s| s.config_json());
-    let aggregator_config = config
-        .aggregator
-        .as_ref()
-        .map_or(empty, |s| s.config_json());
-
+    let (rubric, aggregator) = config.slots(args.rubric.as_ref(), args.aggregator.as_ref())?;
     let samples = read_samples(&args.input)?;
-    let judges = match &args.judges {
-        Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
-        None => None,
-    };
-    let mut runtime = Runtime::new(config.limits)?.allow_native(args.allow_native);
-    if let Some(judges) = &judges {
-        runtime = runtime.with_judges(judges.clone());
-    }
-    let function = RewardPlugins::load(
-        &runtime,
-        &rubric,
-        &rubric_config,
-        aggregator,
-        &aggregator_config,
-    )?;
+    let (runtime, judges) = config.runtime(args.judges.as_deref(), args.allow_native)?;
+    let function = RewardPlugins::from_slots(&runtime, &rubric, aggregator.as_ref())?;
 
     let threads = args.threads.unwrap_or(config.scoring.threads);
     let threads = if threads == 0 {

@@ -6,10 +6,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::Arc;
-use verifine_base::{PluginSlot, PluginSpec};
-use verifine_judge::{Judges, JudgesConfig};
-use verifine_runtime::Runtime;
+use verifine_base::PluginSpec;
 use verifine_serve::config::ServeFile;
 use verifine_serve::{ServeOptions, Server};
 
@@ -78,29 +75,8 @@ pub fn bind(args: &ServeArgs) -> Result<Server> {
         }
         None => Default::default(),
     };
-    let rubric = match (&args.rubric, config.rubric.clone()) {
-        (Some(plugin), Some(slot)) => PluginSlot {
-            plugin: plugin.clone(),
-            ..slot
-        },
-        (Some(plugin), None) => PluginSlot::new(plugin.clone()),
-        (None, Some(slot)) => slot,
-        (None, None) => {
-            anyhow::bail!("no rubric: pass --rubric NAME|PATH or set [rubric] plugin in the config")
-        }
-    };
-    let aggregator = match (&args.aggregator, config.aggregator.clone()) {
-        (Some(plugin), Some(slot)) => Some(PluginSlot {
-            plugin: plugin.clone(),
-            ..slot
-        }),
-        (Some(plugin), None) => Some(PluginSlot::new(plugin.clone())),
-        (None, slot) => slot,
-    };
-    let mut runtime = Runtime::new(config.limits)?.allow_native(args.allow_native);
-    if let Some(path) = &args.judges {
-        runtime = runtime.with_judges(Arc::new(Judges::new(&JudgesConfig::load(path)?)?));
-    }
+    let (rubric, aggregator) = config.slots(args.rubric.as_ref(), args.aggregator.as_ref())?;
+    let (runtime, _) = config.runtime(args.judges.as_deref(), args.allow_native)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let or_cores = |n: usize| if n == 0 { cores } else { n };
     let table = &file.serve;
