@@ -90,22 +90,31 @@ impl ScoreConfig {
         Ok((rubric, choose(aggregator, self.aggregator.as_ref())))
     }
 
-    /// The sandbox with the config's limits, answering plugins' model
-    /// queries from the judges file when one is given (its judges are
-    /// returned too, for their cost ledgers).
+    /// The sandbox with the config's limits (see [`judged_runtime`]).
     pub fn runtime(
         &self,
         judges: Option<&Path>,
         allow_native: bool,
     ) -> Result<(Runtime, Option<Arc<Judges>>)> {
-        let judges = match judges {
-            Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
-            None => None,
-        };
-        let mut runtime = Runtime::new(self.limits)?.allow_native(allow_native);
-        if let Some(judges) = &judges {
-            runtime = runtime.with_judges(judges.clone());
-        }
-        Ok((runtime, judges))
+        judged_runtime(self.limits, judges, allow_native)
     }
+}
+
+/// A sandbox with `limits` whose plugins' model queries are answered by the
+/// judges of the `judges` file, when one is given; the judges are returned
+/// too, for their cost ledgers.
+pub fn judged_runtime(
+    limits: Limits,
+    judges: Option<&Path>,
+    allow_native: bool,
+) -> Result<(Runtime, Option<Arc<Judges>>)> {
+    let judges = match judges {
+        Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
+        None => None,
+    };
+    let mut runtime = Runtime::new(limits)?.allow_native(allow_native);
+    if let Some(judges) = &judges {
+        runtime = runtime.with_judges(judges.clone());
+    }
+    Ok((runtime, judges))
 }

@@ -9,11 +9,9 @@ pub use config::{DEFAULT_CONFIG, HotSwapConfig, RunConfig};
 use anyhow::{Context as _, Result};
 use plugins::PluginReward;
 use std::path::Path;
-use std::sync::Arc;
 use verifine_hotswap::gate::CanaryCase;
 use verifine_hotswap::live::LiveReward;
-use verifine_judge::{Judges, JudgesConfig};
-use verifine_runtime::{Runtime, Sample};
+use verifine_runtime::Sample;
 use verifine_train::hooks::{Host, Progress};
 use verifine_train::task::TaskConfig;
 use verifine_train::{Summary, TrainConfig};
@@ -65,14 +63,11 @@ pub fn resume_with_progress(run_dir: &Path, progress: Box<dyn FnMut(Progress)>) 
 fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) -> Result<Host> {
     let swap = &config.hot_swap;
     let reward = &config.training.reward;
-    let judges = match &config.judges.file {
-        Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
-        None => None,
-    };
-    let mut runtime = Runtime::new(config.limits)?;
-    if let Some(judges) = &judges {
-        runtime = runtime.with_judges(judges.clone());
-    }
+    let (runtime, judges) = crate::commands::config::judged_runtime(
+        config.limits,
+        config.judges.file.as_deref(),
+        false,
+    )?;
     let live = LiveReward::new(
         runtime,
         &reward.rubric,

@@ -16,10 +16,7 @@ use clap::{Args, Subcommand};
 use config::ScreenConfig;
 use report::{Summary, VerifierRow};
 use std::path::PathBuf;
-use std::sync::Arc;
 use verifine_judge::screen::{self, Candidate};
-use verifine_judge::{Judges, JudgesConfig};
-use verifine_runtime::Runtime;
 
 /// `verifine verifiers …`.
 #[derive(Args, Debug)]
@@ -62,14 +59,8 @@ pub fn run(args: VerifiersArgs) -> Result<()> {
 pub fn screen(args: &ScreenArgs) -> Result<Summary> {
     let config = ScreenConfig::load(&args.config)?;
     let slice = run::Slice::load(&config.slice, config.slice_format, config.max_tasks)?;
-    let judges = match &config.judges {
-        Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
-        None => None,
-    };
-    let mut runtime = Runtime::new(Default::default())?;
-    if let Some(judges) = &judges {
-        runtime = runtime.with_judges(judges.clone());
-    }
+    let (runtime, judges) =
+        super::config::judged_runtime(Default::default(), config.judges.as_deref(), false)?;
     let mut runs = Vec::new();
     for verifier in config.goldens.iter().chain(&config.candidates) {
         eprintln!("screening {} …", verifier.name);
