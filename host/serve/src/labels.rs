@@ -184,37 +184,11 @@ async fn save(
     }
 }
 
-/// Serves `router` on `address` until `shutdown` completes (a plain
-/// server: the label page needs none of the reward server's layers).
+/// Serves the label page on `listener` until `shutdown` completes.
 pub fn serve_blocking(
     router: Router,
     listener: std::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let address = listener.local_addr().map_err(|source| ServeError::Io {
-        action: "reading the address of",
-        path: PathBuf::from("socket"),
-        source,
-    })?;
-    let socket_error = |action, source| ServeError::Socket {
-        action,
-        address,
-        source,
-    };
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| socket_error("configuring", e))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| socket_error("starting the runtime for", e))?;
-    runtime
-        .block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener)?;
-            axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown)
-                .await
-        })
-        .map_err(|e| socket_error("serving", e))
+    crate::server::serve_router(listener, router, 2, shutdown)
 }

@@ -24,23 +24,15 @@ pub struct Generation {
     pub plugins: RewardPlugins,
     /// Rubric and aggregator provenance, in that order.
     pub revisions: [Provenance; 2],
+    /// The `x-verifine-revisions` header, made once per generation rather
+    /// than once per answer.
+    header: String,
 }
 
 impl Generation {
     /// A generation of `plugins`.
     pub fn new(id: u64, plugins: RewardPlugins) -> Self {
         let revisions = [plugins.rubric.provenance(), plugins.aggregator.provenance()];
-        Generation {
-            id,
-            plugins,
-            revisions,
-        }
-    }
-
-    /// The `x-verifine-revisions` header: `rubric=name@version+sha256[..12]`
-    /// and likewise for the aggregator, with the generation.
-    pub fn header(&self) -> String {
-        let [rubric, aggregator] = &self.revisions;
         let short = |p: &Provenance| {
             format!(
                 "{}@{}+{}",
@@ -49,12 +41,23 @@ impl Generation {
                 &p.sha256[..12.min(p.sha256.len())]
             )
         };
-        format!(
-            "generation={}; rubric={}; aggregator={}",
-            self.id,
-            short(rubric),
-            short(aggregator)
-        )
+        let header = format!(
+            "generation={id}; rubric={}; aggregator={}",
+            short(&revisions[0]),
+            short(&revisions[1])
+        );
+        Generation {
+            id,
+            plugins,
+            revisions,
+            header,
+        }
+    }
+
+    /// The `x-verifine-revisions` header: `rubric=name@version+sha256[..12]`
+    /// and likewise for the aggregator, with the generation.
+    pub fn header(&self) -> &str {
+        &self.header
     }
 
     /// The revisions as response bodies carry them.

@@ -89,13 +89,6 @@ impl Server {
                 address: options.address,
                 source,
             })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| ServeError::Socket {
-                action: "configuring",
-                address: options.address,
-                source,
-            })?;
         let app = Arc::new(App {
             live: live.clone(),
             pool: Pool::start(options.workers, options.batch_size, observer),
@@ -125,32 +118,24 @@ impl Server {
     /// finish, stops the swap thread and the scoring pool.
     pub fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         let address = self.local_addr();
-        let socket_error = |action, source| ServeError::Socket {
-            action,
-            address,
-            source,
-        };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(self.io_threads)
-            .thread_name("verifine-serve-io")
-            .enable_all()
-            .build()
-            .map_err(|e| socket_error("starting the runtime for", e))?;
         let swapper = std::thread::Builder::new()
             .name("verifine-swap".to_string())
             .spawn(move || self.swapper.run())
-            .map_err(|e| socket_error("starting the swap thread for", e))?;
-        let app = self.app.clone();
-        let served = runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(self.listener)?;
-            axum::serve(listener, router(app))
-                .with_graceful_shutdown(shutdown)
-                .await
-        });
+            .map_err(|source| ServeError::Socket {
+                action: "starting the swap thread for",
+                address,
+                source,
+            })?;
+        let served = serve_router(
+            self.listener,
+            router(self.app.clone()),
+            self.io_threads,
+            shutdown,
+        );
         self.live.stop();
         let _ = swapper.join();
         self.app.pool.stop();
-        served.map_err(|e| socket_error("serving", e))
+        served
     }
 
     /// Serves on a thread of its own until [`RunningServer::stop`].
@@ -205,4 +190,42 @@ impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.shut_down();
     }
+}
+
+/// Serves `router` on `listener` with `threads` async worker threads until
+/// `shutdown` completes, letting requests in flight finish (the reward
+/// server and the label page both run this way).
+pub fn serve_router(
+    listener: std::net::TcpListener,
+    router: axum::Router,
+    threads: usize,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let address = listener.local_addr().map_err(|source| ServeError::Io {
+        action: "reading the address of",
+        path: PathBuf::from("the listening socket"),
+        source,
+    })?;
+    let socket_error = |action, source| ServeError::Socket {
+        action,
+        address,
+        source,
+    };
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| socket_error("configuring", e))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("verifine-serve-io")
+        .enable_all()
+        .build()
+        .map_err(|e| socket_error("starting the runtime for", e))?;
+    runtime
+        .block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+        })
+        .map_err(|e| socket_error("serving", e))
 }
