@@ -66,6 +66,7 @@ def put(url, body):
 
 
 def test_a_person_labels_cases_in_the_browser(run_dir, labels_page):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -73,7 +74,8 @@ def test_a_person_labels_cases_in_the_browser(run_dir, labels_page):
     driver = browser()
     try:
         driver.get(page.url + "/")
-        wait = WebDriverWait(driver, 20)
+        # A save replaces its case's card: an element found just before may go stale.
+        wait = WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,))
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "section.case"))
         assert "0 of 2 labelled" in driver.find_element(By.ID, "summary").text
 
