@@ -6,6 +6,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use std::collections::BTreeMap;
 use verifine_runtime::scorer_pool::ScorerPool;
 use verifine_runtime::scoring::{RewardPlugins, ScoredSample};
 use verifine_runtime::{Limits, Runtime, Sample};
@@ -34,14 +35,21 @@ impl Verdict {
 /// How a rubric judged one sample: the reward (`total`, `None` when
 /// scoring failed or the rubric defines no score), the verdicts, named
 /// sub-scores, the explanation, and why there is no total.
-#[pyclass(module = "verifine", frozen, get_all)]
+#[pyclass(module = "verifine", frozen)]
 struct Judgment {
+    #[pyo3(get)]
     total: Option<f64>,
+    #[pyo3(get)]
     rubric_total: Option<f64>,
+    #[pyo3(get)]
     verdicts: Vec<Verdict>,
+    #[pyo3(get)]
     sub_scores: Vec<(String, f64)>,
+    #[pyo3(get)]
     explanation: Option<String>,
+    #[pyo3(get)]
     error: Option<String>,
+    criteria: BTreeMap<String, f64>,
 }
 
 #[pymethods]
@@ -56,20 +64,15 @@ impl Judgment {
     }
 
     /// Each criterion's score (the mean where a criterion was judged more
-    /// than once).
-    fn criteria(&self) -> std::collections::BTreeMap<String, f64> {
-        let mut sums: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
-        for verdict in &self.verdicts {
-            let entry = sums.entry(verdict.criterion.clone()).or_default();
-            entry.0 += verdict.score;
-            entry.1 += 1.0;
-        }
-        sums.into_iter().map(|(k, (sum, n))| (k, sum / n)).collect()
+    /// than once), as the reward server reports it.
+    fn criteria(&self) -> BTreeMap<String, f64> {
+        self.criteria.clone()
     }
 }
 
 impl From<ScoredSample> for Judgment {
     fn from(scored: ScoredSample) -> Self {
+        let criteria = verifine_serve::protocol::criterion_scores(&scored);
         let (verdicts, sub_scores, explanation) = match scored.judgment {
             Some(j) => (
                 j.verdicts
@@ -97,6 +100,7 @@ impl From<ScoredSample> for Judgment {
             sub_scores,
             explanation,
             error: scored.error,
+            criteria,
         }
     }
 }
