@@ -3,26 +3,14 @@
 //! refuses a manifest that declares a dependency against the direction
 //! (directly or through another crate), naming the path it came by.
 
-use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Command;
-use verifine_tests::repo_root;
+use verifine_tests::{cargo_metadata, repo_root};
 
 /// Every normal (non-dev, non-build) dependency of each workspace package,
 /// transitively, with the chain that brings it in.
 fn normal_closure() -> HashMap<String, HashMap<String, Vec<String>>> {
-    let output = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline"])
-        .args(["--filter-platform", &host_triple()])
-        .current_dir(repo_root())
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        output.status.success(),
-        "cargo metadata failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let metadata = cargo_metadata(&["--filter-platform", &host_triple()]);
     let name_of: HashMap<&str, &str> = metadata["packages"]
         .as_array()
         .unwrap()

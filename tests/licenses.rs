@@ -5,8 +5,7 @@
 //! fails here, naming it, until someone decides.
 
 use serde_json::Value;
-use std::process::Command;
-use verifine_tests::repo_root;
+use verifine_tests::{cargo_metadata, repo_root};
 
 /// Permissive licenses compatible with distributing verifine under Apache-2.0.
 /// Keep in step with `deny.toml`.
@@ -105,17 +104,7 @@ fn the_expression_reader_follows_spdx() {
 
 #[test]
 fn every_dependency_is_under_an_accepted_license() {
-    let output = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline"])
-        .current_dir(repo_root())
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let metadata = cargo_metadata(&[]);
     let members: Vec<&Value> = metadata["workspace_members"]
         .as_array()
         .unwrap()

@@ -33,6 +33,22 @@ pub fn shared_data(relative: &str) -> PathBuf {
     path
 }
 
+/// `cargo metadata` of the workspace (offline), with `extra` arguments.
+pub fn cargo_metadata(extra: &[&str]) -> serde_json::Value {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(extra)
+        .current_dir(repo_root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
+}
+
 /// A fresh, empty directory for one test.
 pub fn scratch_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("verifine-test-{test}-{}", std::process::id()));
