@@ -145,7 +145,7 @@ impl Scorer {
             memory_mib,
         };
         let (rubric, aggregator) = (rubric.to_string(), aggregator.map(str::to_string));
-        let (plugins, criteria) = py
+        let (pool, criteria) = py
             .detach(|| -> Result<_, String> {
                 let runtime = Runtime::new(limits).map_err(|e| e.to_string())?;
                 let plugins = RewardPlugins::load(
@@ -156,15 +156,10 @@ impl Scorer {
                     &aggregator_config,
                 )
                 .map_err(|e| e.to_string())?;
-                let mut instance = plugins.rubric.instance();
-                let criteria = instance
-                    .describe()
-                    .map_err(|e| e.to_string())?
-                    .criteria
-                    .into_iter()
-                    .map(|c| c.id)
-                    .collect();
-                Ok((plugins, criteria))
+                // The first scorer reads the criteria and stays in the pool.
+                let pool = ScorerPool::new(plugins);
+                let criteria = pool.criteria().map_err(|e| e.to_string())?;
+                Ok((pool, criteria.into_iter().map(|c| c.id).collect()))
             })
             .map_err(PyRuntimeError::new_err)?;
         let threads = if threads == 0 {
@@ -173,7 +168,7 @@ impl Scorer {
             threads
         };
         Ok(Scorer {
-            pool: ScorerPool::new(plugins),
+            pool,
             criteria,
             threads,
             batch_size: batch_size.max(1),

@@ -24,6 +24,15 @@ impl ScorerPool {
         }
     }
 
+    /// The criteria the rubric describes, read from a pooled scorer (made
+    /// now if none is idle, and kept for the next call).
+    pub fn criteria(&self) -> Result<Vec<crate::Criterion>> {
+        let scorer = self.take()?;
+        let criteria = scorer.criteria().to_vec();
+        self.put(scorer);
+        Ok(criteria)
+    }
+
     /// The reward function the scorers run.
     pub fn function(&self) -> &RewardPlugins {
         &self.function

@@ -124,6 +124,11 @@ pub struct Scorer {
 }
 
 impl Scorer {
+    /// The criteria the rubric described when this scorer was made.
+    pub fn criteria(&self) -> &[Criterion] {
+        &self.criteria
+    }
+
     /// Scores one batch; failures are per sample. When the rubric's batch
     /// call fails (a trap on one sample, say), the samples are judged one by
     /// one, so only the ones that fail alone fail; a batch that ran out of
