@@ -58,6 +58,9 @@ impl ModelSize {
             max_seq_len: self.max_seq_len,
             rope_theta: 10_000.0,
             rms_eps: 1e-6,
+            tie_word_embeddings: true,
+            attention_bias: false,
+            rope_scaling: None,
         }
     }
 }

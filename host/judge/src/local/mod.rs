@@ -18,9 +18,11 @@
 mod decode;
 pub mod model;
 pub mod safetensors;
-pub mod spm;
 pub mod tiny;
 pub mod vocabulary;
+
+/// The SentencePiece tokenizer lives with the other model formats.
+pub use verifine_models::spm;
 
 use crate::config::{LocalConfig, PromptTemplate};
 use crate::error::{JudgeError, Result};

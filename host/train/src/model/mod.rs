@@ -16,9 +16,12 @@
 //! Rollouts call [`Decoder::detached`] first: the copy shares storage with the
 //! variables but records no graph, and [`KvCache`] keeps past keys and values.
 
+mod block;
 mod fused;
 mod heads;
+mod init;
 mod layers;
+mod pretrained;
 mod swiglu;
 #[cfg(test)]
 mod tests;
@@ -31,9 +34,10 @@ use crate::error::{Result, ensure};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder, VarMap};
 use heads::{HeadLayout, to_heads, to_rows};
+use block::{Block, Linear};
 use layers::{attention_mask, linear, rms_norm, rotary_tables};
+pub use pretrained::{LoraConfig, LoraModule, TrainablePlan};
 use serde::{Deserialize, Serialize};
-use verifine_base::SplitMix64;
 
 /// Added to attention scores of masked positions: finite, so a fully masked
 /// row (padding) gives a uniform distribution instead of NaN.
@@ -85,6 +89,19 @@ pub struct ModelConfig {
     pub rope_theta: f64,
     /// RMSNorm epsilon.
     pub rms_eps: f64,
+    /// The output projection is the embedding table (own models always).
+    #[serde(default = "tied")]
+    pub tie_word_embeddings: bool,
+    /// Query/key/value projections carry biases (qwen2).
+    #[serde(default)]
+    pub attention_bias: bool,
+    /// Rotary scaling of a pretrained model.
+    #[serde(default)]
+    pub rope_scaling: Option<verifine_models::RopeScaling>,
+}
+
+fn tied() -> bool {
+    true
 }
 
 impl ModelConfig {
@@ -100,6 +117,9 @@ impl ModelConfig {
             max_seq_len: 64,
             rope_theta: 10_000.0,
             rms_eps: 1e-6,
+            tie_word_embeddings: true,
+            attention_bias: false,
+            rope_scaling: None,
         }
     }
 
@@ -115,6 +135,9 @@ impl ModelConfig {
             max_seq_len: 2048,
             rope_theta: 1_000_000.0,
             rms_eps: 1e-6,
+            tie_word_embeddings: true,
+            attention_bias: false,
+            rope_scaling: None,
         }
     }
 
@@ -144,41 +167,6 @@ impl ModelConfig {
     }
 }
 
-struct Block {
-    attn_norm: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    o: Tensor,
-    mlp_norm: Tensor,
-    gate: Tensor,
-    up: Tensor,
-    down: Tensor,
-}
-
-impl Block {
-    fn map(&self, f: impl Fn(&Tensor) -> Tensor) -> Block {
-        self.try_map(|t| Ok(f(t))).expect("infallible")
-    }
-
-    fn try_map(
-        &self,
-        f: impl Fn(&Tensor) -> candle_core::Result<Tensor>,
-    ) -> candle_core::Result<Block> {
-        Ok(Block {
-            attn_norm: f(&self.attn_norm)?,
-            q: f(&self.q)?,
-            k: f(&self.k)?,
-            v: f(&self.v)?,
-            o: f(&self.o)?,
-            mlp_norm: f(&self.mlp_norm)?,
-            gate: f(&self.gate)?,
-            up: f(&self.up)?,
-            down: f(&self.down)?,
-        })
-    }
-}
-
 /// Keys and values of the positions seen so far, per layer.
 #[derive(Default)]
 pub struct KvCache {
@@ -192,6 +180,8 @@ pub struct KvCache {
 pub struct Decoder {
     config: ModelConfig,
     embed: Tensor,
+    /// The output projection of an untied model.
+    lm_head: Option<Tensor>,
     blocks: Vec<Block>,
     final_norm: Tensor,
     cos: Tensor,
@@ -222,16 +212,20 @@ impl Decoder {
         let blocks = (0..config.num_layers)
             .map(|l| {
                 let vb = vb.pp(format!("layers.{l}"));
+                let linear = |shape: (usize, usize), name: &str, init| {
+                    vb.get_with_hints(shape, name, init).map(Linear::plain)
+                };
                 Ok(Block {
                     attn_norm: vb.get_with_hints(h, "attn_norm", ones)?,
-                    q: vb.get_with_hints((h, h), "q", normal)?,
-                    k: vb.get_with_hints((kv, h), "k", normal)?,
-                    v: vb.get_with_hints((kv, h), "v", normal)?,
-                    o: vb.get_with_hints((h, h), "o", residual)?,
+                    q: linear((h, h), "q", normal)?,
+                    k: linear((kv, h), "k", normal)?,
+                    v: linear((kv, h), "v", normal)?,
+                    biases: None,
+                    o: linear((h, h), "o", residual)?,
                     mlp_norm: vb.get_with_hints(h, "mlp_norm", ones)?,
-                    gate: vb.get_with_hints((i, h), "gate", normal)?,
-                    up: vb.get_with_hints((i, h), "up", normal)?,
-                    down: vb.get_with_hints((h, i), "down", residual)?,
+                    gate: linear((i, h), "gate", normal)?,
+                    up: linear((i, h), "up", normal)?,
+                    down: linear((h, i), "down", residual)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -240,37 +234,12 @@ impl Decoder {
         Ok(Decoder {
             config,
             embed,
+            lm_head: None,
             blocks,
             final_norm,
             cos,
             sin,
         })
-    }
-
-    /// Re-draws every weight of `varmap` from `seed` with the same
-    /// distributions as [`Decoder::new`], so runs are reproducible: candle's
-    /// CPU generator cannot be seeded.
-    pub fn reseed(&self, varmap: &VarMap, seed: u64) -> Result<()> {
-        let residual_std = 0.02 / (2.0 * self.config.num_layers as f64).sqrt();
-        for (name, var) in sorted_vars(varmap) {
-            let leaf = name.rsplit('.').next().unwrap_or(&name);
-            let count = var.shape().elem_count();
-            let values: Vec<f32> = if leaf.ends_with("norm") {
-                vec![1.0; count]
-            } else {
-                let std = if leaf == "o" || leaf == "down" {
-                    residual_std
-                } else {
-                    0.02
-                };
-                let mut rng = SplitMix64::new(seed ^ fnv1a(&name));
-                (0..count)
-                    .map(|_| (standard_normal(&mut rng) * std) as f32)
-                    .collect()
-            };
-            var.set(&Tensor::from_vec(values, var.shape(), var.device())?)?;
-        }
-        Ok(())
     }
 
     /// The model's sizes.
@@ -287,6 +256,7 @@ impl Decoder {
         Ok(Decoder {
             config: self.config.clone(),
             embed: cast(&self.embed)?,
+            lm_head: self.lm_head.as_ref().map(cast).transpose()?,
             blocks: self
                 .blocks
                 .iter()
@@ -299,16 +269,17 @@ impl Decoder {
     }
 
     /// A frozen copy with its own storage (the KL reference): later updates
-    /// of the variables do not reach it.
+    /// of the variables do not reach it. LoRA adapters are folded in.
     pub fn frozen_copy(&self) -> Result<Decoder> {
         let copy = |t: &Tensor| t.detach().copy();
         Ok(Decoder {
             config: self.config.clone(),
             embed: copy(&self.embed)?,
+            lm_head: self.lm_head.as_ref().map(copy).transpose()?,
             blocks: self
                 .blocks
                 .iter()
-                .map(|b| b.try_map(copy))
+                .map(Block::merged_copy)
                 .collect::<candle_core::Result<_>>()?,
             final_norm: copy(&self.final_norm)?,
             cos: self.cos.clone(),
@@ -318,10 +289,16 @@ impl Decoder {
 
     /// A copy for rollouts: same storage, no gradient tracking.
     pub fn detached(&self) -> Decoder {
+        let detach = |t: &Tensor| Ok(t.detach());
         Decoder {
             config: self.config.clone(),
             embed: self.embed.detach(),
-            blocks: self.blocks.iter().map(|b| b.map(Tensor::detach)).collect(),
+            lm_head: self.lm_head.as_ref().map(Tensor::detach),
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| b.try_map(detach).expect("detaching cannot fail"))
+                .collect(),
             final_norm: self.final_norm.detach(),
             cos: self.cos.clone(),
             sin: self.sin.clone(),
@@ -401,14 +378,14 @@ impl Decoder {
             let attn = self.attention(block, &x, (batch, new), &mask, &tables, layer_cache)?;
             x = (x + attn)?;
             let hn = rms_norm(&x, &block.mlp_norm, self.config.rms_eps)?;
-            let gate = linear(&hn, &block.gate)?;
-            let up = linear(&hn, &block.up)?;
-            let mlp = linear(&swiglu::swiglu(&gate, &up)?, &block.down)?;
+            let gate = block.gate.forward(&hn)?;
+            let up = block.up.forward(&hn)?;
+            let mlp = block.down.forward(&swiglu::swiglu(&gate, &up)?)?;
             x = (x + mlp)?;
         }
         cache.len += new;
         let x = rms_norm(&x, &self.final_norm, self.config.rms_eps)?;
-        linear(&x, &self.embed)
+        linear(&x, self.lm_head.as_ref().unwrap_or(&self.embed))
     }
 
     /// Self-attention of the token rows `x` (`[batch · new, hidden]`).
@@ -438,9 +415,15 @@ impl Decoder {
         let group = heads / kv_heads;
         let hn = rms_norm(x, &block.attn_norm, self.config.rms_eps)?;
         let rotary = Some((cos, sin));
-        let q = to_heads(&linear(&hn, &block.q)?, layout(heads), group, rotary)?;
-        let k = to_heads(&linear(&hn, &block.k)?, layout(kv_heads), 1, rotary)?;
-        let v = to_heads(&linear(&hn, &block.v)?, layout(kv_heads), 1, None)?;
+        let (mut q, mut k, mut v) = (block.q.forward(&hn)?, block.k.forward(&hn)?, block.v.forward(&hn)?);
+        if let Some([qb, kb, vb]) = &block.biases {
+            q = q.broadcast_add(qb)?;
+            k = k.broadcast_add(kb)?;
+            v = v.broadcast_add(vb)?;
+        }
+        let q = to_heads(&q, layout(heads), group, rotary)?;
+        let k = to_heads(&k, layout(kv_heads), 1, rotary)?;
+        let v = to_heads(&v, layout(kv_heads), 1, None)?;
         let (k, v) = match cache.take() {
             Some((past_k, past_v)) => (
                 Tensor::cat(&[&past_k, &k], 2)?,
@@ -453,20 +436,6 @@ impl Decoder {
         let scale = 1.0 / (dim as f64).sqrt();
         let probs = fused::scaled_masked_softmax(&scores, mask, scale)?.to_dtype(x.dtype())?;
         let out = to_rows(&probs.matmul(&v)?, layout(heads))?;
-        linear(&out, &block.o)
+        block.o.forward(&out)
     }
-}
-
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-/// A standard normal draw (Box–Muller).
-fn standard_normal(rng: &mut SplitMix64) -> f64 {
-    let uniform =
-        |rng: &mut SplitMix64| ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-    let (u1, u2) = (uniform(rng), uniform(rng));
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }

@@ -136,6 +136,16 @@ impl SpmTokenizer {
         }
     }
 
+    /// The id of a piece, if the vocabulary has it.
+    pub fn id_of(&self, piece: &str) -> Option<u32> {
+        self.ids.get(piece).copied()
+    }
+
+    /// The piece of an id.
+    pub fn piece(&self, id: u32) -> Option<&str> {
+        self.pieces.get(id as usize).map(String::as_str)
+    }
+
     /// Vocabulary size.
     pub fn len(&self) -> usize {
         self.pieces.len()

@@ -1,0 +1,123 @@
+//! One decoder block's weights, and the projections that may carry a LoRA
+//! adapter.
+
+use crate::error::Result;
+use candle_core::Tensor;
+
+/// A trainable low-rank update of a frozen projection: the projection
+/// computes `x Wᵀ + scale · (x Aᵀ) Bᵀ`, never the merged `[out, in]`
+/// matrix, so only `A` (`[r, in]`) and `B` (`[out, r]`) get gradients.
+pub(super) struct Adapter {
+    pub a: Tensor,
+    pub b: Tensor,
+    pub scale: f64,
+}
+
+/// A projection `x · weightᵀ`, with an adapter when LoRA targets it.
+pub(super) struct Linear {
+    pub weight: Tensor,
+    pub adapter: Option<Adapter>,
+}
+
+impl Linear {
+    /// A projection without adapter.
+    pub fn plain(weight: Tensor) -> Self {
+        Linear { weight, adapter: None }
+    }
+
+    /// `x · wᵀ` for token rows `x` (`[rows, in]`): one 2-D product, so the
+    /// weight's gradient is one `[out, in]` product too.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let y = x.matmul(&self.weight.t()?)?;
+        Ok(match &self.adapter {
+            None => y,
+            Some(adapter) => {
+                let low = x.matmul(&adapter.a.t()?)?.matmul(&adapter.b.t()?)?;
+                (y + (low * adapter.scale)?)?
+            }
+        })
+    }
+
+    /// The weight with the adapter folded in (what an export or a frozen
+    /// reference holds).
+    pub fn merged(&self) -> Result<Tensor> {
+        Ok(match &self.adapter {
+            None => self.weight.clone(),
+            Some(adapter) => {
+                let delta = adapter.b.matmul(&adapter.a)?;
+                (&self.weight + (delta * adapter.scale)?)?
+            }
+        })
+    }
+
+    fn try_map(&self, f: &impl Fn(&Tensor) -> candle_core::Result<Tensor>) -> candle_core::Result<Linear> {
+        Ok(Linear {
+            weight: f(&self.weight)?,
+            adapter: match &self.adapter {
+                None => None,
+                Some(a) => Some(Adapter { a: f(&a.a)?, b: f(&a.b)?, scale: a.scale }),
+            },
+        })
+    }
+}
+
+/// A decoder block: attention and SwiGLU MLP, each after an RMSNorm.
+pub(super) struct Block {
+    pub attn_norm: Tensor,
+    pub q: Linear,
+    pub k: Linear,
+    pub v: Linear,
+    /// Query/key/value biases (qwen2).
+    pub biases: Option<[Tensor; 3]>,
+    pub o: Linear,
+    pub mlp_norm: Tensor,
+    pub gate: Linear,
+    pub up: Linear,
+    pub down: Linear,
+}
+
+impl Block {
+    /// The block with `f` applied to every tensor (adapters included).
+    pub fn try_map(&self, f: impl Fn(&Tensor) -> candle_core::Result<Tensor>) -> candle_core::Result<Block> {
+        Ok(Block {
+            attn_norm: f(&self.attn_norm)?,
+            q: self.q.try_map(&f)?,
+            k: self.k.try_map(&f)?,
+            v: self.v.try_map(&f)?,
+            biases: match &self.biases {
+                None => None,
+                Some([q, k, v]) => Some([f(q)?, f(k)?, f(v)?]),
+            },
+            o: self.o.try_map(&f)?,
+            mlp_norm: f(&self.mlp_norm)?,
+            gate: self.gate.try_map(&f)?,
+            up: self.up.try_map(&f)?,
+            down: self.down.try_map(&f)?,
+        })
+    }
+
+    /// The block with every adapter folded into its weight, copied into
+    /// storage of its own (no graph, unaffected by later updates).
+    pub fn merged_copy(&self) -> candle_core::Result<Block> {
+        let merge = |l: &Linear| -> candle_core::Result<Linear> {
+            let weight = l.merged().map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+            Ok(Linear::plain(weight.detach().copy()?))
+        };
+        let copy = |t: &Tensor| t.detach().copy();
+        Ok(Block {
+            attn_norm: copy(&self.attn_norm)?,
+            q: merge(&self.q)?,
+            k: merge(&self.k)?,
+            v: merge(&self.v)?,
+            biases: match &self.biases {
+                None => None,
+                Some([q, k, v]) => Some([copy(q)?, copy(k)?, copy(v)?]),
+            },
+            o: merge(&self.o)?,
+            mlp_norm: copy(&self.mlp_norm)?,
+            gate: merge(&self.gate)?,
+            up: merge(&self.up)?,
+            down: merge(&self.down)?,
+        })
+    }
+}
