@@ -22,13 +22,18 @@ enum Command {
     Score(score::ScoreArgs),
     /// Agreement of predictions with gold labels, with 95% bootstrap intervals.
     Agree(agree::AgreeArgs),
-    /// Train a small decoder: SFT warm-up, then GRPO with plugin rewards.
+    /// Post-train a policy (the embedded small decoder, or a pretrained
+    /// model: `[model] from`): SFT, then GRPO with plugin rewards.
     #[cfg(feature = "train")]
     Train(verifine::commands::train::TrainArgs),
     /// Co-evolve a policy and its reference-free judge: rounds from one SFT
     /// base, a judge loop with human labels and coactive calibration.
     #[cfg(feature = "train")]
     Evolve(verifine::commands::evolve::EvolveArgs),
+    /// Inspect a pretrained model as training reads it (shape, chat
+    /// template, tokens, logits).
+    #[cfg(feature = "train")]
+    Model(verifine::commands::model::ModelArgs),
     /// Export or import the label queue of an evolve run.
     #[cfg(feature = "train")]
     Labels(verifine::commands::labels::LabelsArgs),
@@ -63,6 +68,8 @@ fn main() -> ExitCode {
         Command::Train(args) => verifine::commands::train::run(args),
         #[cfg(feature = "train")]
         Command::Evolve(args) => verifine::commands::evolve::run(args),
+        #[cfg(feature = "train")]
+        Command::Model(args) => verifine::commands::model::run(args),
         #[cfg(feature = "train")]
         Command::Labels(args) => verifine::commands::labels::run(args),
         #[cfg(feature = "train")]

@@ -41,6 +41,7 @@ impl Message {
 }
 
 /// A compiled chat template with the special tokens it may name.
+#[derive(Clone)]
 pub struct ChatTemplate {
     environment: Environment<'static>,
     source: String,

@@ -12,6 +12,7 @@ use std::collections::{BinaryHeap, HashMap};
 const SPACE: char = '\u{2581}';
 
 /// The vocabulary and the special ids the prompt needs.
+#[derive(Clone)]
 pub struct SpmTokenizer {
     pieces: Vec<String>,
     scores: Vec<f32>,

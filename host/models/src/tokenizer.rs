@@ -19,6 +19,7 @@ use std::path::Path;
 const CONTROL: i32 = 3;
 const USER_DEFINED: i32 = 4;
 
+#[derive(Clone)]
 enum Inner {
     Hf(Box<tokenizers::Tokenizer>),
     Spm {
@@ -29,6 +30,7 @@ enum Inner {
 }
 
 /// A pretrained tokenizer.
+#[derive(Clone)]
 pub struct TextTokenizer {
     inner: Inner,
 }

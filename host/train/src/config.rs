@@ -2,7 +2,7 @@
 //! names as in TRL / verl where they exist so configs carry over.
 
 use super::grpo::GrpoConfig;
-use super::model::{ComputeDType, ModelConfig};
+use super::model::{ComputeDType, LoraConfig, ModelConfig, TrainablePlan};
 use super::optim::OptimConfig;
 use super::task::TaskConfig;
 use serde::{Deserialize, Serialize};
@@ -29,6 +29,36 @@ pub struct ModelSize {
     /// Precision of the forward and backward passes; weights and optimizer
     /// state stay f32 ("master weights").
     pub compute_dtype: ComputeDType,
+    /// A pretrained policy: a Hugging Face checkpoint directory or a GGUF
+    /// file. Its own shape replaces the size fields above (but
+    /// `max_seq_len`, which cuts its context), its tokenizer and chat
+    /// template replace the trained ones.
+    pub from: Option<PathBuf>,
+    /// `[model.lora]`: train low-rank adapters of a pretrained policy.
+    pub lora: Option<LoraConfig>,
+    /// `[model.freeze]`: parts of a pretrained policy that stay fixed.
+    pub freeze: FreezeConfig,
+}
+
+/// `[model.freeze]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FreezeConfig {
+    /// The embedding table (and a tied output projection).
+    pub embeddings: bool,
+    /// The first this many blocks.
+    pub layers: usize,
+}
+
+impl ModelSize {
+    /// What trains of a pretrained policy.
+    pub fn trainable_plan(&self) -> TrainablePlan {
+        TrainablePlan {
+            lora: self.lora.clone(),
+            freeze_embeddings: self.freeze.embeddings,
+            freeze_layers: self.freeze.layers,
+        }
+    }
 }
 
 impl Default for ModelSize {
@@ -41,6 +71,9 @@ impl Default for ModelSize {
             intermediate_size: 128,
             max_seq_len: 160,
             compute_dtype: ComputeDType::F32,
+            from: None,
+            lora: None,
+            freeze: FreezeConfig::default(),
         }
     }
 }
@@ -302,6 +335,7 @@ impl Default for TrainConfig {
             task: TaskConfig {
                 max_steps: 2,
                 max_operand: 9,
+                dataset: None,
             },
             train_problems: 4000,
             heldout_problems: 200,

@@ -124,8 +124,8 @@ pub fn rollouts(
         if turn == max_turns {
             break;
         }
-        let verify_ids = tokenizer.prompt_ids(&verification.verify_prompt)?;
-        let rethink_ids = tokenizer.prompt_ids(&verification.rethink_prompt)?;
+        let verify_ids = tokenizer.follow_up_ids(&verification.verify_prompt)?;
+        let rethink_ids = tokenizer.follow_up_ids(&verification.rethink_prompt)?;
         // A row verifies only when a whole rethink would still fit; a
         // truncated answer ends its rollout.
         active.retain(|&row| {
@@ -231,7 +231,7 @@ pub fn sft_sequence(
         append(&mut sequence, &tokenizer.response_ids(target)?, true);
         return Ok(sequence);
     }
-    let verify = tokenizer.prompt_ids(&verification.verify_prompt)?;
+    let verify = tokenizer.follow_up_ids(&verification.verify_prompt)?;
     if rng.below(2) == 0 {
         append(&mut sequence, &tokenizer.response_ids(target)?, true);
         append(&mut sequence, &verify, false);
@@ -243,7 +243,7 @@ pub fn sft_sequence(
         append(&mut sequence, &tokenizer.response_ids("NO")?, true);
         append(
             &mut sequence,
-            &tokenizer.prompt_ids(&verification.rethink_prompt)?,
+            &tokenizer.follow_up_ids(&verification.rethink_prompt)?,
             false,
         );
         append(&mut sequence, &tokenizer.response_ids(target)?, true);

@@ -23,6 +23,9 @@ pub enum TrainError {
     /// than the context, a run directory that already holds a run …
     #[error("{0}")]
     Invalid(String),
+    /// A pretrained model could not be read or written.
+    #[error(transparent)]
+    Model(#[from] verifine_models::ModelError),
     /// The tokenizer could not be trained, loaded or used.
     #[error("tokenizer: {0}")]
     Tokenizer(String),

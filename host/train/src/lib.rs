@@ -12,6 +12,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod conversation;
+pub mod dataset;
 pub mod error;
 pub mod grpo;
 pub mod hooks;

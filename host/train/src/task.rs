@@ -18,6 +18,8 @@ pub struct TaskConfig {
     pub max_steps: usize,
     /// Largest operand.
     pub max_operand: i64,
+    /// Read problems from dataset files instead of generating them.
+    pub dataset: Option<crate::dataset::DatasetConfig>,
 }
 
 impl Default for TaskConfig {
@@ -25,6 +27,7 @@ impl Default for TaskConfig {
         TaskConfig {
             max_steps: 3,
             max_operand: 20,
+            dataset: None,
         }
     }
 }
@@ -266,8 +269,22 @@ pub fn generate(seed: u64, n: usize, config: &TaskConfig) -> Vec<Problem> {
     (0..n).map(|_| problem(&mut rng, config)).collect()
 }
 
-/// Training and held-out problems from one seed; no held-out prompt appears
-/// in training.
+/// Training and held-out problems: from the dataset files when the task
+/// names them, else generated ([`splits`]).
+pub fn problems(
+    seed: u64,
+    train: usize,
+    heldout: usize,
+    config: &TaskConfig,
+) -> crate::error::Result<(Vec<Problem>, Vec<Problem>)> {
+    match &config.dataset {
+        Some(dataset) => crate::dataset::splits(dataset, seed, train, heldout),
+        None => Ok(splits(seed, train, heldout, config)),
+    }
+}
+
+/// Generated training and held-out problems from one seed; no held-out
+/// prompt appears in training.
 pub fn splits(
     seed: u64,
     train: usize,
@@ -361,6 +378,7 @@ mod tests {
             &TaskConfig {
                 max_steps: 4,
                 max_operand: 30,
+                dataset: None,
             },
         ) {
             let read = math_answer::answer::reference_answer(&p.solution);

@@ -1,14 +1,17 @@
-//! Byte-level BPE trained on the task's own text, with a chat template.
-//!
-//! The template is `<|user|>prompt<|end|><|assistant|>response<|end|>`; the
-//! special tokens are single ids, so the trainer can mask turns exactly.
+//! The policy's tokenizer and chat format: either byte-level BPE trained on
+//! the task's own text (the embedded model), whose template is
+//! `<|user|>prompt<|end|><|assistant|>response<|end|>` with single-id
+//! special tokens, or a pretrained model's tokenizer and Jinja chat
+//! template, where an answer ends on the model's end-of-turn token.
 
 use crate::error::{Result, TrainError, ensure};
 use std::path::Path;
 use tokenizers::models::TrainerWrapper;
 use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use std::sync::Arc;
 use tokenizers::{AddedToken, Tokenizer};
+use verifine_models::{ChatTemplate, Message, Pretrained, Role, TextTokenizer};
 
 /// Padding (never attended to, never in a loss).
 pub const PAD: &str = "<|pad|>";
@@ -19,16 +22,35 @@ pub const ASSISTANT: &str = "<|assistant|>";
 /// Closes a turn; generation stops on it.
 pub const END: &str = "<|end|>";
 
-/// A trained tokenizer and the ids of its special tokens.
+/// How turns become ids.
+enum ChatFormat {
+    /// The embedded model's trained tokenizer and fixed template.
+    Own {
+        inner: Tokenizer,
+        user: u32,
+        assistant: u32,
+    },
+    /// A pretrained model's tokenizer and chat template.
+    Template {
+        tokenizer: Arc<PretrainedText>,
+        /// The text around a user turn that follows an answer (answer's
+        /// end token excluded), cut from the template's own rendering.
+        follow_up: (String, String),
+    },
+}
+
+/// A pretrained model's tokenizer and template, shared with the run.
+pub struct PretrainedText {
+    tokenizer: TextTokenizer,
+    template: ChatTemplate,
+}
+
+/// A tokenizer, its chat format and the ids training needs.
 pub struct ChatTokenizer {
-    inner: Tokenizer,
-    /// Id of [`PAD`].
+    format: ChatFormat,
+    /// Fills padding (never attended to, never in a loss).
     pub pad: u32,
-    /// Id of [`USER`].
-    pub user: u32,
-    /// Id of [`ASSISTANT`].
-    pub assistant: u32,
-    /// Id of [`END`].
+    /// Ends an answer turn; generation stops on it.
     pub end: u32,
 }
 
@@ -70,49 +92,125 @@ impl ChatTokenizer {
         };
         Ok(ChatTokenizer {
             pad: id(PAD)?,
-            user: id(USER)?,
-            assistant: id(ASSISTANT)?,
             end: id(END)?,
-            inner,
+            format: ChatFormat::Own {
+                user: id(USER)?,
+                assistant: id(ASSISTANT)?,
+                inner,
+            },
+        })
+    }
+
+    /// The tokenizer and chat template of a pretrained model; refused when
+    /// the model has no chat template.
+    pub fn pretrained(model: &Pretrained) -> Result<Self> {
+        let source = model.source.display().to_string();
+        let template = model.chat_template.clone().ok_or_else(|| {
+            TrainError::Tokenizer(format!(
+                "{source} has no chat template; a policy is prompted through one"
+            ))
+        })?;
+        let stop = model.stop_ids();
+        let end = *stop.first().ok_or_else(|| {
+            TrainError::Tokenizer(format!("{source} names no end-of-sequence token"))
+        })?;
+        let pad = model.pad_id();
+        let tokenizer = model.tokenizer.clone();
+        let end_text = tokenizer.decode(&[end], false).map_err(model_error)?;
+        let follow_up = follow_up_template(&template, &end_text)?;
+        Ok(ChatTokenizer {
+            format: ChatFormat::Template {
+                tokenizer: Arc::new(PretrainedText { tokenizer, template }),
+                follow_up,
+            },
+            pad,
+            end,
         })
     }
 
     /// Writes `tokenizer.json` through a temporary file and a rename.
     pub fn save(&self, path: &Path) -> Result<()> {
+        let ChatFormat::Own { inner, .. } = &self.format else {
+            let json = self.pretrained_text()?.tokenizer.to_tokenizer_json().map_err(model_error)?;
+            return verifine_base::write_atomically(path, |w| w.write_all(json.as_bytes()))
+                .map_err(Into::into);
+        };
         let tmp = verifine_base::temporary_sibling(path);
-        self.inner
+        inner
             .save(&tmp, false)
             .map_err(|e| TrainError::unreadable(&tmp, format!("writing: {e}")))?;
         std::fs::rename(&tmp, path).map_err(|e| TrainError::io("renaming into", &path, e))
     }
 
-    /// Tokens in the vocabulary, special tokens included.
-    pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
+    fn pretrained_text(&self) -> Result<&PretrainedText> {
+        match &self.format {
+            ChatFormat::Template { tokenizer, .. } => Ok(tokenizer),
+            ChatFormat::Own { .. } => Err(TrainError::Tokenizer("not a pretrained tokenizer".into())),
+        }
     }
 
-    /// Ids of plain text (no special tokens added).
+    /// Tokens in the vocabulary, special tokens included.
+    pub fn vocab_size(&self) -> usize {
+        match &self.format {
+            ChatFormat::Own { inner, .. } => inner.get_vocab_size(true),
+            ChatFormat::Template { tokenizer, .. } => tokenizer.tokenizer.vocab_size(),
+        }
+    }
+
+    /// Ids of text (no begin token added; a pretrained tokenizer reads
+    /// control tokens written in it).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let encoding = self
-            .inner
-            .encode(text, false)
-            .map_err(|e| TrainError::Tokenizer(format!("encoding: {e}")))?;
-        Ok(encoding.get_ids().to_vec())
+        match &self.format {
+            ChatFormat::Own { inner, .. } => {
+                let encoding = inner
+                    .encode(text, false)
+                    .map_err(|e| TrainError::Tokenizer(format!("encoding: {e}")))?;
+                Ok(encoding.get_ids().to_vec())
+            }
+            ChatFormat::Template { tokenizer, .. } => tokenizer.tokenizer.encode(text).map_err(model_error),
+        }
     }
 
     /// Text of `ids`, special tokens dropped.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.inner
-            .decode(ids, true)
-            .map_err(|e| TrainError::Tokenizer(format!("decoding: {e}")))
+        match &self.format {
+            ChatFormat::Own { inner, .. } => inner
+                .decode(ids, true)
+                .map_err(|e| TrainError::Tokenizer(format!("decoding: {e}"))),
+            ChatFormat::Template { tokenizer, .. } => tokenizer.tokenizer.decode(ids, true).map_err(model_error),
+        }
     }
 
-    /// `<|user|>prompt<|end|><|assistant|>`: what the policy continues.
+    /// What the policy continues: `<|user|>prompt<|end|><|assistant|>`, or
+    /// the chat template's rendering of one user turn with the generation
+    /// prompt.
     pub fn prompt_ids(&self, prompt: &str) -> Result<Vec<u32>> {
-        let mut ids = vec![self.user];
-        ids.extend(self.encode(prompt)?);
-        ids.extend([self.end, self.assistant]);
-        Ok(ids)
+        match &self.format {
+            ChatFormat::Own { user, assistant, .. } => {
+                let mut ids = vec![*user];
+                ids.extend(self.encode(prompt)?);
+                ids.extend([self.end, *assistant]);
+                Ok(ids)
+            }
+            ChatFormat::Template { tokenizer, .. } => {
+                let text = tokenizer
+                    .template
+                    .render(&[Message::new(Role::User, prompt)], true)
+                    .map_err(model_error)?;
+                self.encode(&text)
+            }
+        }
+    }
+
+    /// A user turn that follows an answer (which ended on [`Self::end`]),
+    /// up to where the next answer begins: self-verification's questions.
+    pub fn follow_up_ids(&self, prompt: &str) -> Result<Vec<u32>> {
+        match &self.format {
+            ChatFormat::Own { .. } => self.prompt_ids(prompt),
+            ChatFormat::Template { follow_up: (before, after), .. } => {
+                self.encode(&format!("{before}{prompt}{after}"))
+            }
+        }
     }
 
     /// An assistant turn's ids: `response<|end|>`.
@@ -125,6 +223,37 @@ impl ChatTokenizer {
         );
         Ok(ids)
     }
+}
+
+fn model_error(error: verifine_models::ModelError) -> TrainError {
+    TrainError::Tokenizer(error.to_string())
+}
+
+/// The text before and after the user's words in a user turn that follows
+/// an answer, found by rendering a conversation with marked placeholders.
+fn follow_up_template(template: &ChatTemplate, end_text: &str) -> Result<(String, String)> {
+    const ANSWER: &str = "\u{1}answer\u{1}";
+    const QUESTION: &str = "\u{1}question\u{1}";
+    let turns = [
+        Message::new(Role::User, "\u{1}first\u{1}"),
+        Message::new(Role::Assistant, ANSWER),
+        Message::new(Role::User, QUESTION),
+    ];
+    let text = template.render(&turns, true).map_err(model_error)?;
+    let after_answer = text
+        .find(ANSWER)
+        .map(|at| at + ANSWER.len())
+        .filter(|&at| text[at..].starts_with(end_text))
+        .map(|at| at + end_text.len());
+    let (Some(start), Some(question)) = (after_answer, text.find(QUESTION)) else {
+        return Err(TrainError::Tokenizer(format!(
+            "the chat template does not end an answer with {end_text:?} before the next user turn"
+        )));
+    };
+    Ok((
+        text[start..question].to_string(),
+        text[question + QUESTION.len()..].to_string(),
+    ))
 }
 
 #[cfg(test)]
@@ -147,8 +276,11 @@ mod tests {
         let text = "Ann has 12 apples.\n12 + 7 = 19\n#### 19";
         assert_eq!(tok.decode(&tok.encode(text).unwrap()).unwrap(), text);
         let prompt = tok.prompt_ids("What is 2 + 2?").unwrap();
-        assert_eq!(prompt[0], tok.user);
-        assert_eq!(&prompt[prompt.len() - 2..], &[tok.end, tok.assistant]);
+        let ChatFormat::Own { user, assistant, .. } = &tok.format else {
+            panic!("own tokenizer")
+        };
+        assert_eq!(prompt[0], *user);
+        assert_eq!(&prompt[prompt.len() - 2..], &[tok.end, *assistant]);
         // Merges make it shorter than bytes.
         assert!(tok.encode(text).unwrap().len() < text.len());
     }

@@ -10,6 +10,8 @@ pub mod evolve;
 pub mod judge;
 #[cfg(feature = "train")]
 pub mod labels;
+#[cfg(feature = "train")]
+pub mod model;
 pub mod plugin;
 pub mod score;
 pub mod sdk;

@@ -9,7 +9,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use verifine_train::hooks::Progress;
 
-/// Train a small decoder: SFT warm-up, then GRPO with plugin rewards.
+/// Post-train a policy (the embedded small decoder, or a pretrained model:
+/// `[model] from`): SFT, then GRPO with plugin rewards.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
     /// TOML config (default: the embedded examples/arithmetic/train.toml).

@@ -29,6 +29,7 @@ mod evaluation;
 mod grpo_step;
 pub mod metrics;
 mod monitor;
+mod pretrained;
 mod report;
 mod sft_step;
 
@@ -44,7 +45,7 @@ use crate::model::{Decoder, load_matching_weights, load_weights, save_weights, s
 use crate::optim::AdamW;
 use crate::sequences::{Sequence, SequenceBatch, batch};
 use crate::sft_data::SftPool;
-use crate::task::{Problem, splits};
+use crate::task::{Problem, problems};
 use crate::tokenizer::ChatTokenizer;
 use candle_core::Device;
 use candle_nn::VarMap;
@@ -96,6 +97,9 @@ struct RunState {
     /// The final evaluation (at the last GRPO step) is in `metrics.jsonl`.
     #[serde(default)]
     final_logged: bool,
+    /// The fingerprint of the pretrained base (`[model] from`).
+    #[serde(default)]
+    base_model: Option<String>,
 }
 
 /// Starts a run into `run_dir` (which must not hold another run's
@@ -159,6 +163,8 @@ struct Run {
     device: Device,
     varmap: VarMap,
     model: Decoder,
+    /// The pretrained model the policy started from, if any.
+    base: Option<pretrained::Base>,
     reference: Option<Decoder>,
     tokenizer: ChatTokenizer,
     train_set: Vec<Problem>,
@@ -193,11 +199,18 @@ struct Run {
 impl Run {
     fn start(config: TrainConfig, run_dir: &Path, host: Host) -> Result<Self> {
         let tokenizer_path = run_dir.join("tokenizer.json");
+        if let Some(base) = pretrained::Base::load(&config, &device()?)? {
+            let tokenizer = ChatTokenizer::pretrained(&base.model)?;
+            // A record of what the policy read; a resume reads the base again.
+            tokenizer.save(&tokenizer_path)?;
+            let log = MetricsLog::create(&run_dir.join("metrics.jsonl"))?;
+            return Run::assemble(config, run_dir, tokenizer, log, host, Some(base));
+        }
         let Some(base) = config.init_from.clone() else {
             let tokenizer = Run::train_tokenizer(&config)?;
             tokenizer.save(&tokenizer_path)?;
             let log = MetricsLog::create(&run_dir.join("metrics.jsonl"))?;
-            let run = Run::assemble(config, run_dir, tokenizer, log, host)?;
+            let run = Run::assemble(config, run_dir, tokenizer, log, host, None)?;
             run.model.reseed(&run.varmap, run.config.seed)?;
             return Ok(run);
         };
@@ -216,7 +229,7 @@ impl Run {
         write_atomically(&tokenizer_path, |w| w.write_all(&bytes))?;
         let tokenizer = ChatTokenizer::load(&tokenizer_path)?;
         let log = MetricsLog::create(&run_dir.join("metrics.jsonl"))?;
-        let run = Run::assemble(config, run_dir, tokenizer, log, host)?;
+        let run = Run::assemble(config, run_dir, tokenizer, log, host, None)?;
         load_matching_weights(&run.varmap, &weights, &run.device)?;
         Ok(run)
     }
@@ -224,7 +237,7 @@ impl Run {
     /// A tokenizer trained on the training problems (and the
     /// self-verification turns when they are on).
     fn train_tokenizer(config: &TrainConfig) -> Result<ChatTokenizer> {
-        let (train_set, _) = splits(config.seed, config.train_problems, 0, &config.task);
+        let (train_set, _) = problems(config.seed, config.train_problems, 0, &config.task)?;
         let mut corpus: Vec<&str> = train_set
             .iter()
             .flat_map(|p| [p.prompt.as_str(), p.solution.as_str()])
@@ -243,9 +256,21 @@ impl Run {
 
     fn restore(run_dir: &Path, checkpoint_dir: &Path, host: Host) -> Result<Self> {
         let state: RunState = checkpoint::read_state(checkpoint_dir)?;
-        let tokenizer = ChatTokenizer::load(&run_dir.join("tokenizer.json"))?;
+        let base = pretrained::Base::load(&state.config, &device()?)?;
+        let fingerprint = base.as_ref().map(|b| b.fingerprint.clone());
+        ensure!(
+            fingerprint == state.base_model,
+            "the pretrained model changed since the checkpoint: its fingerprint was {}, now {}; \
+             an exact resume needs the same base",
+            state.base_model.as_deref().unwrap_or("none"),
+            fingerprint.as_deref().unwrap_or("none")
+        );
+        let tokenizer = match &base {
+            Some(base) => ChatTokenizer::pretrained(&base.model)?,
+            None => ChatTokenizer::load(&run_dir.join("tokenizer.json"))?,
+        };
         let log = MetricsLog::resume(&run_dir.join("metrics.jsonl"), state.metrics_lines)?;
-        let mut run = Run::assemble(state.config.clone(), run_dir, tokenizer, log, host)?;
+        let mut run = Run::assemble(state.config.clone(), run_dir, tokenizer, log, host, base)?;
         if let (Some(now), Some(then)) = (&run.pool.curriculum, &state.curriculum) {
             ensure!(
                 now.sha256 == then.sha256,
@@ -306,6 +331,7 @@ impl Run {
         tokenizer: ChatTokenizer,
         log: MetricsLog,
         mut host: Host,
+        base: Option<pretrained::Base>,
     ) -> Result<Self> {
         let prompt_pool = match &host.prompts {
             Some(pool) => {
@@ -315,18 +341,21 @@ impl Run {
             None => None,
         };
         let device = device()?;
-        let (train_set, heldout) = splits(
+        let (train_set, heldout) = problems(
             config.seed,
             config.train_problems,
             config.heldout_problems,
             &config.task,
-        );
-        let varmap = VarMap::new();
-        let model = Decoder::new(
-            config.model.model_config(tokenizer.vocab_size()),
-            &varmap,
-            &device,
         )?;
+        let varmap = VarMap::new();
+        let model = match &base {
+            Some(base) => base.decoder(&config, &varmap)?,
+            None => Decoder::new(
+                config.model.model_config(tokenizer.vocab_size()),
+                &varmap,
+                &device,
+            )?,
+        };
         let (pool, sft_problems, sft_targets) = match host.sft_targets.take() {
             Some(targets) => {
                 ensure!(
@@ -360,6 +389,7 @@ impl Run {
             device,
             varmap,
             model,
+            base,
             reference: None,
             tokenizer,
             train_set,
@@ -480,7 +510,10 @@ impl Run {
         self.optimizer = AdamW::new(sorted_vars(&self.varmap), self.config.grpo.optim.clone())?;
         if self.config.grpo.objective.beta > 0.0 {
             let mut varmap = VarMap::new();
-            let reference = Decoder::new(self.model.config().clone(), &varmap, &self.device)?;
+            let reference = match &self.base {
+                Some(base) => base.decoder(&self.config, &varmap)?,
+                None => Decoder::new(self.model.config().clone(), &varmap, &self.device)?,
+            };
             load_weights(&mut varmap, &self.run_dir.join("reference.safetensors"))?;
             // Frozen, so cast to the compute dtype once, not every step.
             self.reference = Some(
@@ -509,6 +542,7 @@ impl Run {
             sft_targets: self.sft_targets.clone(),
             rewards_since: self.rewards_since.clone(),
             final_logged: self.final_logged,
+            base_model: self.base.as_ref().map(|b| b.fingerprint.clone()),
         };
         let dir = self.run_dir.join("checkpoints");
         checkpoint::save(

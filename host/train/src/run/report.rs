@@ -70,6 +70,9 @@ impl Run {
         };
         let final_eval = evaluated.evaluation;
         save_weights(&self.varmap, &self.run_dir.join("model.safetensors"))?;
+        if let Some(base) = &self.base {
+            base.export(&self.config, &self.model, &self.run_dir)?;
+        }
         write_jsonl(
             &self.run_dir.join("heldout_answers.jsonl"),
             &evaluated.answers,
