@@ -81,6 +81,7 @@ fn dependencies_point_down_only() {
     let closure = normal_closure();
     let below_cli = [
         "verifine-base",
+        "verifine-models",
         "verifine-runtime",
         "verifine-judge",
         "verifine-hotswap",
@@ -116,6 +117,17 @@ fn dependencies_point_down_only() {
         ("verifine-train", "verifine-serve"),
         ("verifine-runtime", "axum"),
         ("verifine-hotswap", "axum"),
+        // Model formats sit below training and the judge: tensors, files
+        // and tokenizers, no sandbox, no network, no training loop.
+        ("verifine-models", "wasmtime"),
+        ("verifine-models", "verifine-runtime"),
+        ("verifine-models", "verifine-judge"),
+        ("verifine-models", "verifine-train"),
+        ("verifine-models", "verifine-hotswap"),
+        ("verifine-models", "reqwest"),
+        ("verifine-models", "tokio"),
+        ("verifine-models", "candle-nn"),
+        ("verifine-runtime", "verifine-models"),
     ];
     for crate_name in below_cli {
         rules.push((crate_name, "clap"));

@@ -6,7 +6,7 @@
 //! `json.dumps` does (`", "` and `": "`, nothing escaped for HTML).
 
 use crate::error::{ModelError, Result};
-use minijinja::value::{Kwargs, Value as JinjaValue};
+use minijinja::value::{Kwargs, Value as JinjaValue, ValueKind};
 use minijinja::{Environment, Error as JinjaError, ErrorKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -157,20 +157,24 @@ pub(crate) fn read_json_if_present(path: &Path) -> Result<Option<Value>> {
 }
 
 /// `tojson` as transformers defines it: Python's `json.dumps` (separators
-/// `", "` and `": "`, or newlines and `indent` spaces).
+/// `", "` and `": "`, or newlines and `indent` spaces; keys in the order
+/// the template wrote them).
 fn tojson(value: JinjaValue, kwargs: Kwargs) -> std::result::Result<JinjaValue, JinjaError> {
     let indent: Option<usize> = kwargs.get("indent")?;
     let _: Option<bool> = kwargs.get("ensure_ascii")?;
     let _: Option<bool> = kwargs.get("sort_keys")?;
     kwargs.assert_all_used()?;
-    let json = serde_json::to_value(&value)
-        .map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, e.to_string()))?;
     let mut out = String::new();
-    python_json(&json, indent, 0, &mut out);
+    python_json(&value, indent, 0, &mut out)?;
     Ok(JinjaValue::from_safe_string(out))
 }
 
-fn python_json(value: &Value, indent: Option<usize>, depth: usize, out: &mut String) {
+fn python_json(
+    value: &JinjaValue,
+    indent: Option<usize>,
+    depth: usize,
+    out: &mut String,
+) -> std::result::Result<(), JinjaError> {
     let newline = |out: &mut String, depth: usize| {
         if let Some(width) = indent {
             out.push('\n');
@@ -178,33 +182,50 @@ fn python_json(value: &Value, indent: Option<usize>, depth: usize, out: &mut Str
         }
     };
     let separator = if indent.is_some() { "," } else { ", " };
-    match value {
-        Value::Array(items) if !items.is_empty() => {
+    let scalar = |v: &JinjaValue| -> std::result::Result<String, JinjaError> {
+        let json = serde_json::to_value(v).map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, e.to_string()))?;
+        Ok(json.to_string())
+    };
+    match value.kind() {
+        ValueKind::Map => {
+            let keys: Vec<JinjaValue> = value.try_iter()?.collect();
+            if keys.is_empty() {
+                out.push_str("{}");
+                return Ok(());
+            }
+            out.push('{');
+            for (i, key) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(separator);
+                }
+                newline(out, depth + 1);
+                let name = key.as_str().map(str::to_string).unwrap_or_else(|| key.to_string());
+                out.push_str(&Value::String(name).to_string());
+                out.push_str(": ");
+                python_json(&value.get_item(key)?, indent, depth + 1, out)?;
+            }
+            newline(out, depth);
+            out.push('}');
+        }
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items: Vec<JinjaValue> = value.try_iter()?.collect();
+            if items.is_empty() {
+                out.push_str("[]");
+                return Ok(());
+            }
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(separator);
                 }
                 newline(out, depth + 1);
-                python_json(item, indent, depth + 1, out);
+                python_json(item, indent, depth + 1, out)?;
             }
             newline(out, depth);
             out.push(']');
         }
-        Value::Object(fields) if !fields.is_empty() => {
-            out.push('{');
-            for (i, (key, item)) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(separator);
-                }
-                newline(out, depth + 1);
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push_str(": ");
-                python_json(item, indent, depth + 1, out);
-            }
-            newline(out, depth);
-            out.push('}');
-        }
-        other => out.push_str(&other.to_string()),
+        ValueKind::Undefined | ValueKind::None => out.push_str("null"),
+        _ => out.push_str(&scalar(value)?),
     }
+    Ok(())
 }

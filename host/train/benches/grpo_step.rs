@@ -5,7 +5,12 @@
 //! `bench/gpu/device.sh` (GPU) can put the two side by side.
 //!
 //! `cargo bench -p verifine-train --bench grpo_step -- [--device cpu|cuda]
-//!  [--model default|wide|gpu] [--iters N] [--warmup N] [--batch N]`
+//!  [--model default|wide|gpu] [--iters N] [--warmup N] [--batch N]
+//!  [--from MODEL [--lora R]] [--prompt N] [--completion N]`
+//!
+//! `--from` times a pretrained model (checkpoint directory or GGUF), fully
+//! trained or, with `--lora R`, through rank-R adapters on every
+//! projection (`bench/smollm2/step.sh` puts it beside TRL's GRPOTrainer).
 //! (`--features cuda` for the CUDA device; `bench/gpu/build.sh` builds it so).
 //!
 //! On a GPU both phases end with a device synchronize, so each timing covers
@@ -21,6 +26,7 @@ use verifine_train::optim::{AdamW, OptimConfig};
 use verifine_train::rollout::{GenerateOptions, Sampling, generate};
 use verifine_train::sequences::{Sequence, batch, log_probs};
 
+/// Default prompt and completion lengths in tokens.
 const PROMPT: usize = 40;
 const COMPLETION: usize = 48;
 
@@ -44,6 +50,9 @@ fn model_config(preset: &str) -> ModelConfig {
         max_seq_len: 160,
         rope_theta: 10_000.0,
         rms_eps: 1e-6,
+        tie_word_embeddings: true,
+        attention_bias: false,
+        rope_scaling: None,
     }
 }
 
@@ -82,10 +91,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "cuda" => Device::new_cuda(0)?,
         other => panic!("unknown device {other} (cpu | cuda)"),
     };
-    let config = model_config(&preset);
+    let prompt_len = number("--prompt", PROMPT);
+    let completion_len = number("--completion", COMPLETION);
     let varmap = VarMap::new();
-    let model = Decoder::new(config.clone(), &varmap, &device)?;
-    model.reseed(&varmap, 0)?;
+    let (model, preset) = match value("--from") {
+        None => {
+            let model = Decoder::new(model_config(&preset), &varmap, &device)?;
+            model.reseed(&varmap, 0)?;
+            (model, preset)
+        }
+        Some(from) => {
+            let pretrained = verifine_models::Pretrained::load(std::path::Path::new(&from), &device)?;
+            let lora = value("--lora").map(|r| verifine_train::model::LoraConfig {
+                r: r.parse().expect("--lora takes a rank"),
+                alpha: 2.0 * r.parse::<f64>().expect("--lora takes a rank"),
+                dropout: 0.0,
+                target_modules: serde_json::from_str(
+                    r#"["q_proj","k_proj","v_proj","o_proj","gate_proj","up_proj","down_proj"]"#,
+                )
+                .expect("module names"),
+            });
+            let name = match &lora {
+                Some(l) => format!("{from} lora r={}", l.r),
+                None => format!("{from} full"),
+            };
+            let plan = verifine_train::model::TrainablePlan { lora, ..Default::default() };
+            let max = prompt_len + completion_len;
+            (Decoder::from_pretrained(&pretrained.spec, &pretrained.weights, max, &plan, &varmap, 0)?, name)
+        }
+    };
+    let config = model.config().clone();
     let params: usize = sorted_vars(&varmap)
         .iter()
         .map(|(_, v)| v.elem_count())
@@ -101,7 +136,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = SplitMix64::new(0);
     let prompts: Vec<Vec<u32>> = (0..batch_size)
         .map(|_| {
-            (0..PROMPT)
+            (0..prompt_len)
                 .map(|_| rng.below(config.vocab_size) as u32)
                 .collect()
         })
@@ -113,7 +148,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         pad: 0,
         // Not a token id: rows never stop early, as in the PyTorch reference.
         stop: config.vocab_size as u32,
-        max_new_tokens: COMPLETION,
+        max_new_tokens: completion_len,
         sampling: Sampling::Temperature(1.0),
     };
     let objective = GrpoConfig::default();
@@ -125,7 +160,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let completions = generate(&model, &prompts, options, &mut rng, &device)?;
         device.synchronize()?;
         let rollout = started.elapsed().as_secs_f64();
-        assert!(completions.iter().all(|c| c.ids.len() == COMPLETION));
+        assert!(completions.iter().all(|c| c.ids.len() == completion_len));
 
         let started = Instant::now();
         let sequences: Vec<Sequence> = prompts
@@ -156,7 +191,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let (rollout, update) = (median(rollout_times), median(update_times));
-    let generated = (batch_size * COMPLETION) as f64;
+    let generated = (batch_size * completion_len) as f64;
     println!(
         "{}",
         serde_json::json!({
@@ -169,12 +204,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "rollout_seconds": rollout,
             "update_seconds": update,
             "rollout_tokens_per_second": generated / rollout,
-            "update_tokens_per_second": (batch_size * (PROMPT + COMPLETION)) as f64 / update,
+            "update_tokens_per_second": (batch_size * (prompt_len + completion_len)) as f64 / update,
             "step_tokens_per_second": generated / (rollout + update),
             "iters": iters,
             "batch": batch_size,
-            "prompt_len": PROMPT,
-            "completion_len": COMPLETION,
+            "prompt_len": prompt_len,
+            "completion_len": completion_len,
             "last_loss": last_loss,
         })
     );

@@ -335,7 +335,7 @@ impl Default for TrainConfig {
             task: TaskConfig {
                 max_steps: 2,
                 max_operand: 9,
-                dataset: None,
+                ..TaskConfig::default()
             },
             train_problems: 4000,
             heldout_problems: 200,

@@ -17,10 +17,6 @@ pub struct DatasetConfig {
     pub train: PathBuf,
     /// Held-out problems (JSONL); the first `heldout_problems` in file order.
     pub test: PathBuf,
-    /// Appended to every question (after a blank line), e.g. how to mark
-    /// the final answer.
-    #[serde(default)]
-    pub instruction: String,
 }
 
 #[derive(Deserialize)]
@@ -31,7 +27,7 @@ struct Row {
 
 /// Reads every problem of a GSM8K-style file; a row without a `#### N`
 /// integer answer is refused with its file:line.
-pub fn read_problems(path: &Path, instruction: &str) -> Result<Vec<Problem>> {
+pub fn read_problems(path: &Path) -> Result<Vec<Problem>> {
     let rows: Vec<Row> = verifine_base::read_jsonl(path)?;
     rows.into_iter()
         .enumerate()
@@ -52,11 +48,7 @@ pub fn read_problems(path: &Path, instruction: &str) -> Result<Vec<Problem>> {
                 .parse()
                 .map_err(|_| line_error(format!("the final answer {:?} is not an integer", final_answer.trim())))?;
             let solution = format!("{}\n#### {answer}", strip_annotations(worked.trim_end()));
-            let prompt = match instruction.is_empty() {
-                true => row.question.trim().to_string(),
-                false => format!("{}\n\n{instruction}", row.question.trim()),
-            };
-            Ok(Problem { prompt, solution, answer })
+            Ok(Problem { prompt: row.question.trim().to_string(), solution, answer })
         })
         .collect()
 }
@@ -81,13 +73,13 @@ fn strip_annotations(text: &str) -> String {
 /// The training and held-out problems of `dataset`: `train` of the
 /// training file (seeded shuffle), the first `heldout` of the test file.
 pub fn splits(dataset: &DatasetConfig, seed: u64, train: usize, heldout: usize) -> Result<(Vec<Problem>, Vec<Problem>)> {
-    let mut train_set = read_problems(&dataset.train, &dataset.instruction)?;
+    let mut train_set = read_problems(&dataset.train)?;
     let mut rng = SplitMix64::new(seed ^ 0xDA7A_5E7);
     for i in (1..train_set.len()).rev() {
         train_set.swap(i, rng.below(i + 1));
     }
     train_set.truncate(train);
-    let mut heldout_set = read_problems(&dataset.test, &dataset.instruction)?;
+    let mut heldout_set = read_problems(&dataset.test)?;
     heldout_set.truncate(heldout);
     Ok((train_set, heldout_set))
 }
@@ -105,10 +97,10 @@ mod tests {
     #[test]
     fn reads_gsm8k_rows_without_calculator_annotations() {
         let path = write(&["{\"question\": \"Ann has 3 bags of 4 apples. How many?\", \"answer\": \"3*4=<<3*4=12>>12 apples\\n#### 1,200\"}"]);
-        let problems = read_problems(&path, "End with #### N.").unwrap();
+        let problems = read_problems(&path).unwrap();
         assert_eq!(problems[0].answer, 1200);
         assert_eq!(problems[0].solution, "3*4=12 apples\n#### 1200");
-        assert!(problems[0].prompt.ends_with("\n\nEnd with #### N."));
+        assert_eq!(problems[0].prompt, "Ann has 3 bags of 4 apples. How many?");
     }
 
     #[test]
@@ -118,7 +110,7 @@ mod tests {
             r#"{"question": "q", "answer": "no marker"}"#,
             r#"{"question": "q", "answer": "x"}"#,
         ]);
-        let error = read_problems(&path, "").unwrap_err().to_string();
+        let error = read_problems(&path).unwrap_err().to_string();
         assert!(error.contains(&format!("{}:2", path.display())), "{error}");
     }
 
@@ -129,7 +121,7 @@ mod tests {
             eprintln!("skipped: {} is not here", root.display());
             return;
         }
-        let dataset = DatasetConfig { train: root.join("train.jsonl"), test: root.join("test.jsonl"), instruction: String::new() };
+        let dataset = DatasetConfig { train: root.join("train.jsonl"), test: root.join("test.jsonl") };
         let (train, test) = splits(&dataset, 0, 100_000, 100_000).unwrap();
         assert_eq!((train.len(), test.len()), (7473, 1319));
         for p in train.iter().chain(&test) {

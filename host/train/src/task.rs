@@ -20,6 +20,9 @@ pub struct TaskConfig {
     pub max_operand: i64,
     /// Read problems from dataset files instead of generating them.
     pub dataset: Option<crate::dataset::DatasetConfig>,
+    /// Appended to every question after a blank line (how to mark the
+    /// final answer, say); empty for none.
+    pub instruction: String,
 }
 
 impl Default for TaskConfig {
@@ -28,6 +31,7 @@ impl Default for TaskConfig {
             max_steps: 3,
             max_operand: 20,
             dataset: None,
+            instruction: String::new(),
         }
     }
 }
@@ -277,10 +281,16 @@ pub fn problems(
     heldout: usize,
     config: &TaskConfig,
 ) -> crate::error::Result<(Vec<Problem>, Vec<Problem>)> {
-    match &config.dataset {
-        Some(dataset) => crate::dataset::splits(dataset, seed, train, heldout),
-        None => Ok(splits(seed, train, heldout, config)),
+    let (mut train_set, mut heldout_set) = match &config.dataset {
+        Some(dataset) => crate::dataset::splits(dataset, seed, train, heldout)?,
+        None => splits(seed, train, heldout, config),
+    };
+    if !config.instruction.is_empty() {
+        for problem in train_set.iter_mut().chain(heldout_set.iter_mut()) {
+            problem.prompt = format!("{}\n\n{}", problem.prompt, config.instruction);
+        }
     }
+    Ok((train_set, heldout_set))
 }
 
 /// Generated training and held-out problems from one seed; no held-out
@@ -378,7 +388,7 @@ mod tests {
             &TaskConfig {
                 max_steps: 4,
                 max_operand: 30,
-                dataset: None,
+                ..TaskConfig::default()
             },
         ) {
             let read = math_answer::answer::reference_answer(&p.solution);

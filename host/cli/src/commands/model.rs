@@ -50,8 +50,12 @@ enum ModelCommand {
     /// safetensors (`ids` [seq] u32, `logits` [seq, vocab] f32).
     Logits {
         /// Checkpoint directory or .gguf file.
+        #[arg(long, required_unless_present = "run", conflicts_with = "run")]
+        from: Option<PathBuf>,
+        /// A finished run with a pretrained policy: its base with the
+        /// run's trained weights (LoRA adapters kept apart, as in training).
         #[arg(long)]
-        from: PathBuf,
+        run: Option<PathBuf>,
         /// The text (rendered as one user turn first with --chat).
         #[arg(long)]
         text: String,
@@ -91,7 +95,16 @@ pub fn run(args: ModelArgs) -> Result<()> {
                 writeln!(out, "{}", serde_json::to_string(&model.tokenizer.encode(&text)?)?)?;
             }
         }
-        ModelCommand::Logits { from, text, chat, output } => {
+        ModelCommand::Logits { from, run, text, chat, output } => {
+            let (from, plan, trained) = match (from, run) {
+                (Some(from), _) => (from, None, None),
+                (None, Some(run)) => {
+                    let config = verifine_train::checkpointed_config(&run)?;
+                    let from = config.model.from.clone().with_context(|| format!("{} did not train a pretrained policy", run.display()))?;
+                    (from, Some((config.model.trainable_plan(), config.seed)), Some(run.join("model.safetensors")))
+                }
+                (None, None) => unreachable!("clap requires --from or --run"),
+            };
             let model = load(&from)?;
             let text = match chat {
                 false => text,
@@ -107,9 +120,13 @@ pub fn run(args: ModelArgs) -> Result<()> {
                 freeze_embeddings: true,
                 freeze_layers: model.spec.num_layers,
             };
+            let (plan, seed) = plan.unwrap_or((frozen, 0));
             let varmap = candle_nn::VarMap::new();
-            let decoder = Decoder::from_pretrained(&model.spec, &model.weights, ids.len(), &frozen, &varmap, 0)?;
+            let decoder = Decoder::from_pretrained(&model.spec, &model.weights, ids.len(), &plan, &varmap, seed)?;
             let device = candle_core::Device::Cpu;
+            if let Some(trained) = trained {
+                verifine_train::model::load_matching_weights(&varmap, &trained, &device)?;
+            }
             let input = candle_core::Tensor::new(ids.as_slice(), &device)?.unsqueeze(0)?;
             let logits = decoder.forward(&input, None)?.squeeze(0)?;
             let mut weights = verifine_models::Weights::new();

@@ -17,18 +17,23 @@ pub(super) struct Adapter {
 pub(super) struct Linear {
     pub weight: Tensor,
     pub adapter: Option<Adapter>,
+    /// The weight does not train: its gradient is never computed.
+    pub frozen: bool,
 }
 
 impl Linear {
     /// A projection without adapter.
     pub fn plain(weight: Tensor) -> Self {
-        Linear { weight, adapter: None }
+        Linear { weight, adapter: None, frozen: false }
     }
 
     /// `x · wᵀ` for token rows `x` (`[rows, in]`): one 2-D product, so the
     /// weight's gradient is one `[out, in]` product too.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let y = x.matmul(&self.weight.t()?)?;
+        let y = match self.frozen {
+            true => super::frozen::frozen_linear(x, &self.weight)?,
+            false => x.matmul(&self.weight.t()?)?,
+        };
         Ok(match &self.adapter {
             None => y,
             Some(adapter) => {
@@ -57,6 +62,7 @@ impl Linear {
                 None => None,
                 Some(a) => Some(Adapter { a: f(&a.a)?, b: f(&a.b)?, scale: a.scale }),
             },
+            frozen: self.frozen,
         })
     }
 }
@@ -101,7 +107,7 @@ impl Block {
     pub fn merged_copy(&self) -> candle_core::Result<Block> {
         let merge = |l: &Linear| -> candle_core::Result<Linear> {
             let weight = l.merged().map_err(|e| candle_core::Error::Msg(e.to_string()))?;
-            Ok(Linear::plain(weight.detach().copy()?))
+            Ok(Linear { frozen: true, ..Linear::plain(weight.detach().copy()?) })
         };
         let copy = |t: &Tensor| t.detach().copy();
         Ok(Block {

@@ -17,6 +17,7 @@
 //! variables but records no graph, and [`KvCache`] keeps past keys and values.
 
 mod block;
+mod frozen;
 mod fused;
 mod heads;
 mod init;
@@ -182,6 +183,8 @@ pub struct Decoder {
     embed: Tensor,
     /// The output projection of an untied model.
     lm_head: Option<Tensor>,
+    /// The embedding (and output projection) does not train.
+    embed_frozen: bool,
     blocks: Vec<Block>,
     final_norm: Tensor,
     cos: Tensor,
@@ -234,6 +237,7 @@ impl Decoder {
         Ok(Decoder {
             config,
             embed,
+            embed_frozen: false,
             lm_head: None,
             blocks,
             final_norm,
@@ -256,6 +260,7 @@ impl Decoder {
         Ok(Decoder {
             config: self.config.clone(),
             embed: cast(&self.embed)?,
+            embed_frozen: self.embed_frozen,
             lm_head: self.lm_head.as_ref().map(cast).transpose()?,
             blocks: self
                 .blocks
@@ -275,6 +280,7 @@ impl Decoder {
         Ok(Decoder {
             config: self.config.clone(),
             embed: copy(&self.embed)?,
+            embed_frozen: true,
             lm_head: self.lm_head.as_ref().map(copy).transpose()?,
             blocks: self
                 .blocks
@@ -293,6 +299,7 @@ impl Decoder {
         Decoder {
             config: self.config.clone(),
             embed: self.embed.detach(),
+            embed_frozen: true,
             lm_head: self.lm_head.as_ref().map(Tensor::detach),
             blocks: self
                 .blocks
@@ -385,7 +392,11 @@ impl Decoder {
         }
         cache.len += new;
         let x = rms_norm(&x, &self.final_norm, self.config.rms_eps)?;
-        linear(&x, self.lm_head.as_ref().unwrap_or(&self.embed))
+        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
+        match self.embed_frozen {
+            true => frozen::frozen_linear(&x, head),
+            false => linear(&x, head),
+        }
     }
 
     /// Self-attention of the token rows `x` (`[batch · new, hidden]`).

@@ -209,7 +209,7 @@ impl Decoder {
                     }
                     _ => None,
                 };
-                Ok(Linear { weight, adapter })
+                Ok(Linear { weight, adapter, frozen: !trains })
             };
             let q = projection(LoraModule::Query, &n.q)?;
             let k = projection(LoraModule::Key, &n.k)?;
@@ -244,6 +244,7 @@ impl Decoder {
         let (cos, sin) = rotary_tables(&config, &device)?;
         Ok(Decoder {
             config,
+            embed_frozen: !(full && !plan.freeze_embeddings),
             embed,
             lm_head,
             blocks,

@@ -69,6 +69,10 @@ pub struct Evaluation {
     /// Share of held-out problems solved by at least one of `pass_at_k`
     /// sampled answers.
     pub pass_at_k: Option<f64>,
+    /// Mean evaluator total of the greedy answers (failed = 0): the
+    /// held-out reward.
+    #[serde(default)]
+    pub mean_reward: f64,
 }
 
 impl Run {
@@ -102,6 +106,7 @@ impl Run {
                 fv,
                 fv_turns,
                 pass_at_k,
+                mean_reward: greedy.score,
             },
             score: greedy.score,
             answers: greedy.answers,

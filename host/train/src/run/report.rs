@@ -18,6 +18,12 @@ pub struct Summary {
     pub heldout_accuracy_sft: f64,
     /// Greedy held-out accuracy at the end, pure run.
     pub heldout_accuracy_final: f64,
+    /// Mean reward of the greedy held-out answers after SFT (before GRPO).
+    #[serde(default)]
+    pub heldout_mean_reward_sft: f64,
+    /// Mean reward of the greedy held-out answers at the end.
+    #[serde(default)]
+    pub heldout_mean_reward_final: f64,
     /// With self-verification: held-out accuracy after SFT with final
     /// verification (FV) up to `max_turns`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,6 +91,8 @@ impl Run {
         let summary = Summary {
             heldout_accuracy_sft: sft.pr,
             heldout_accuracy_final: final_eval.pr,
+            heldout_mean_reward_sft: sft.mean_reward,
+            heldout_mean_reward_final: final_eval.mean_reward,
             heldout_accuracy_fv_sft: sft.fv,
             heldout_accuracy_fv_final: final_eval.fv,
             heldout_pass_at_k_sft: sft.pass_at_k,
