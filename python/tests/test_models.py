@@ -132,12 +132,12 @@ def short_run(tmp_path, gguf, lora: bool) -> pathlib.Path:
     config = (REPO / "examples" / "smollm2" / "train.toml").read_text()
     config = config.replace('from = "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"', f'from = "{gguf}"')
     for old, new in [
-        ("steps = 30", "steps = 2"),
+        ("steps = 24", "steps = 2"),
         ("prompts_per_step = 4", "prompts_per_step = 2"),
         ("num_generations = 8", "num_generations = 2"),
-        ("max_new_tokens = 96", "max_new_tokens = 12"),
+        ("max_new_tokens = 80", "max_new_tokens = 12"),
         ("heldout_problems = 200", "heldout_problems = 2"),
-        ("learning_rate = 3e-4", "learning_rate = 5e-3"),
+        ("learning_rate = 1e-3", "learning_rate = 5e-3"),
     ]:
         assert old in config, old
         config = config.replace(old, new)

@@ -263,13 +263,13 @@ fn a_safetensors_checkpoint_runs_like_the_same_weights_in_gguf() {
         hf.insert(hf_name, tensor);
     }
     candle_core::safetensors::save(&hf, checkpoint.join("model.safetensors")).unwrap();
-    std::fs::write(
-        checkpoint.join("config.json"),
-        r#"{"model_type": "llama", "hidden_size": 32, "num_hidden_layers": 2,
-            "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
-            "max_position_embeddings": 512, "bos_token_id": 1, "eos_token_id": 2}"#,
-    )
-    .unwrap();
+    let config_json = serde_json::json!({
+        "model_type": "llama", "hidden_size": 32, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
+        "max_position_embeddings": 512, "bos_token_id": 1, "eos_token_id": 2,
+        "vocab_size": vocabulary().0.len(), "intermediate_size": 64,
+    });
+    std::fs::write(checkpoint.join("config.json"), config_json.to_string()).unwrap();
     let vocab: serde_json::Map<String, serde_json::Value> = vocabulary()
         .0
         .into_iter()

@@ -72,10 +72,14 @@ impl LocalBackend {
     pub fn from_safetensors(config: &LocalConfig) -> Result<Self> {
         let fail = |m: String| JudgeError::Config(format!("{}: {m}", config.path.display()));
         let device = device(config)?;
-        let hf = safetensors::HfConfig::load(&config.path).map_err(fail)?;
-        let vocabulary = Vocabulary::from_tokenizer_json(&config.path, hf.bos_token_id, hf.eos())
-            .map_err(fail)?;
-        let model = safetensors::load(&config.path, &hf, &device).map_err(fail)?;
+        let spec = safetensors::spec(&config.path).map_err(fail)?;
+        let vocabulary = Vocabulary::from_tokenizer_json(
+            &config.path,
+            spec.bos_token_id,
+            spec.eos_token_ids.first().copied(),
+        )
+        .map_err(fail)?;
+        let model = safetensors::load(&config.path, &spec, &device).map_err(fail)?;
         Self::from_parts(model, vocabulary, config)
     }
 
