@@ -1,0 +1,232 @@
+//! A pretrained policy (`[model] from`): a tiny llama checkpoint with a
+//! byte-level BPE vocabulary and a ChatML template trains through LoRA
+//! adapters, is written back as a checkpoint whose merged weights compute
+//! what the adapters computed, resumes exactly, and refuses a base that
+//! changed under it.
+
+mod common;
+
+use candle_core::{Device, Tensor};
+use candle_nn::VarMap;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use verifine_base::Provenance;
+use verifine_models::weights::{expected_shapes, save_safetensors};
+use verifine_models::{DecoderSpec, Pretrained, Weights};
+use verifine_train::config::FreezeConfig;
+use verifine_train::hooks::{Answer, Fixed, Host, Reward, RewardFunction};
+use verifine_train::model::{Decoder, LoraConfig, LoraModule, load_matching_weights};
+use verifine_train::{TrainConfig, resume, train};
+
+const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+/// Rewards that differ within every group, so each step updates: the
+/// answer's length modulo three.
+struct LengthReward;
+
+impl RewardFunction for LengthReward {
+    fn score(&mut self, _step: usize, answers: &[Answer]) -> Vec<Reward> {
+        answers
+            .iter()
+            .map(|a| Reward {
+                total: Some((a.response.len() % 3) as f64 / 2.0),
+                criteria: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        vec![Provenance {
+            name: "length".into(),
+            version: "1.0.0".into(),
+            sha256: "rust".into(),
+        }]
+    }
+}
+
+fn host() -> Host {
+    Host {
+        reward: Box::new(Fixed(LengthReward)),
+        prompts: None,
+        evaluator: None,
+        curriculum: None,
+        sft_targets: None,
+        progress: Box::new(|_| {}),
+    }
+}
+
+/// A random tiny llama checkpoint directory.
+fn write_base(dir: &Path, seed: f64) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut tokens: Vec<String> = tokenizers::pre_tokenizers::byte_level::ByteLevel::alphabet()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    tokens.sort();
+    let vocab: serde_json::Map<String, serde_json::Value> =
+        tokens.iter().enumerate().map(|(i, t)| (t.clone(), json!(i))).collect();
+    let (start, end) = (tokens.len(), tokens.len() + 1);
+    let special = |id: usize, content: &str| {
+        json!({"id": id, "content": content, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true})
+    };
+    let tokenizer = json!({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": [special(start, "<|im_start|>"), special(end, "<|im_end|>")],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+        "post_processor": null,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+                  "vocab": vocab, "merges": []},
+    });
+    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        json!({"eos_token": "<|im_end|>", "chat_template": CHATML}).to_string(),
+    )
+    .unwrap();
+    let config = json!({
+        "model_type": "llama", "vocab_size": end + 1, "hidden_size": 32, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 64,
+        "max_position_embeddings": 512, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": false, "eos_token_id": end,
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let spec = DecoderSpec::from_json(&config, dir).unwrap();
+    let weights: Weights = expected_shapes(&spec)
+        .into_iter()
+        .map(|(name, shape)| {
+            let t = Tensor::randn(0f32, 0.2, shape, &Device::Cpu).unwrap();
+            let t = match name.ends_with("norm.weight") {
+                true => (t.ones_like().unwrap() + seed).unwrap(),
+                false => t,
+            };
+            (name, t)
+        })
+        .collect();
+    save_safetensors(&weights, &dir.join("model.safetensors")).unwrap();
+}
+
+fn config(base: &Path) -> TrainConfig {
+    let mut config = common::tiny();
+    config.model.from = Some(base.to_path_buf());
+    config.model.max_seq_len = 200;
+    config.model.lora = Some(LoraConfig {
+        r: 4,
+        alpha: 8.0,
+        dropout: 0.0,
+        target_modules: vec![LoraModule::Query, LoraModule::Value, LoraModule::Down],
+    });
+    config.model.freeze = FreezeConfig { embeddings: true, layers: 0 };
+    config.grpo.optim.learning_rate = 1e-2;
+    config.sft.optim.learning_rate = 1e-2;
+    config
+}
+
+fn logits(decoder: &Decoder) -> Tensor {
+    let ids = Tensor::new(&[[3u32, 70, 71, 72, 256, 9]], &Device::Cpu).unwrap();
+    decoder.forward(&ids, None).unwrap()
+}
+
+fn gap(a: &Tensor, b: &Tensor) -> f32 {
+    (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    common::scratch("pretrained", name)
+}
+
+#[test]
+fn a_lora_run_exports_a_checkpoint_that_computes_what_it_trained() {
+    let dir = scratch("export");
+    let base = dir.join("base");
+    write_base(&base, 0.0);
+    let run = dir.join("run");
+    let config = config(&base);
+    train(&config, "", &run, host()).unwrap();
+
+    // The run's adapters, unmerged, over the base.
+    let original = Pretrained::load(&base, &Device::Cpu).unwrap();
+    let varmap = VarMap::new();
+    let plan = config.model.trainable_plan();
+    let trained = Decoder::from_pretrained(&original.spec, &original.weights, 64, &plan, &varmap, config.seed).unwrap();
+    load_matching_weights(&varmap, &run.join("model.safetensors"), &Device::Cpu).unwrap();
+    // The exported checkpoint, merged, read back as any checkpoint is.
+    let exported = Pretrained::load(&run.join("hf"), &Device::Cpu).unwrap();
+    assert_eq!(exported.spec, original.spec);
+    let frozen = verifine_train::model::TrainablePlan { freeze_embeddings: true, freeze_layers: 2, lora: None };
+    let merged = Decoder::from_pretrained(&exported.spec, &exported.weights, 64, &frozen, &VarMap::new(), 0).unwrap();
+    let base_only = Decoder::from_pretrained(&original.spec, &original.weights, 64, &frozen, &VarMap::new(), 0).unwrap();
+    assert!(gap(&logits(&trained), &logits(&merged)) < 1e-4);
+    assert!(gap(&logits(&trained), &logits(&base_only)) > 1e-3, "training changed nothing");
+    // Projections LoRA did not target keep the base's weights exactly.
+    let name = "model.layers.1.self_attn.k_proj.weight";
+    assert_eq!(gap(&exported.weights[name], &original.weights[name]), 0.0);
+    let adapter: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("adapter/adapter_config.json")).unwrap()).unwrap();
+    assert_eq!(adapter["r"], 4);
+    assert_eq!(adapter["target_modules"], json!(["q_proj", "v_proj", "down_proj"]));
+    let tensors = candle_core::safetensors::load(run.join("adapter/adapter_model.safetensors"), &Device::Cpu).unwrap();
+    assert_eq!(tensors.len(), 2 * 3 * 2);
+    assert_eq!(
+        tensors["base_model.model.model.layers.0.mlp.down_proj.lora_A.weight"].dims(),
+        &[4, 64]
+    );
+    // The tokenizer and template travel with the checkpoint.
+    let template = exported.chat_template.expect("chat template exported");
+    assert!(template.source().contains("im_start"));
+}
+
+#[test]
+fn a_pretrained_run_resumes_exactly_and_refuses_a_changed_base() {
+    let dir = scratch("resume");
+    let base = dir.join("base");
+    write_base(&base, 0.0);
+    let whole = dir.join("whole");
+    let config = config(&base);
+    train(&config, "", &whole, host()).unwrap();
+
+    // The same run, stopped after its second step.
+    let stopped = dir.join("stopped");
+    copy_dir(&whole, &stopped);
+    let checkpoints = stopped.join("checkpoints");
+    for entry in std::fs::read_dir(&checkpoints).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_string_lossy().as_ref() > "step-00000002" {
+            std::fs::remove_dir_all(path).unwrap();
+        }
+    }
+    for output in ["model.safetensors", "summary.json", "hf", "adapter"] {
+        let path = stopped.join(output);
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    resume(&stopped, host()).unwrap();
+    assert_eq!(
+        std::fs::read(whole.join("model.safetensors")).unwrap(),
+        std::fs::read(stopped.join("model.safetensors")).unwrap(),
+        "a resumed run ends with other weights"
+    );
+
+    // Another base under the same path is refused, naming both fingerprints.
+    write_base(&base, 0.5);
+    let error = resume(&stopped, host()).unwrap_err().to_string();
+    assert!(error.contains("the pretrained model changed since the checkpoint"), "{error}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
