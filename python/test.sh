@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's tests, as CI runs them: build the abi3 wheel with
 # maturin, install it into a fresh virtual environment with the test
-# requirements (TRL and torch for the GRPOTrainer run, aiohttp for
+# requirements (TRL and torch for the GRPOTrainer run, transformers with
+# gguf and peft as the reference for pretrained models, aiohttp for
 # OpenRLHF's client, selenium for the label page), and run pytest.
 # Needs the `verifine` binary (cargo build -p verifine) for the server and
 # label-page tests; the browser test needs chromium + chromedriver.
@@ -13,7 +14,7 @@ rm -rf "$venv"
 python3 -m venv "$venv"
 pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
 "${pip[@]}" "maturin>=1.9.4,<2" pytest aiohttp selenium
-"${pip[@]}" torch transformers trl datasets accelerate
+"${pip[@]}" torch transformers trl datasets accelerate peft gguf
 # The dev profile shares the workspace's compiled dependencies.
 "$venv/bin/maturin" build --quiet --profile dev -m python/Cargo.toml --out "$root/target/wheels" --interpreter "$venv/bin/python"
 "${pip[@]}" --force-reinstall --no-deps "$(ls -t "$root"/target/wheels/verifine-*.whl | head -1)"

@@ -91,9 +91,29 @@ def test_logits_match_transformers_on_chat_prompts(source, request, reference, t
         assert difference < TOLERANCE, f"{source}: {prompt!r}: logits differ by {difference}"
 
 
+def published_tokenizer(checkpoint):
+    """SmolLM2's tokenizer as published and as llama.cpp reads the GGUF
+    (`tokenizer.ggml.pre = "smollm"`): digits split one by one, then GPT-2's
+    byte-level splitting. transformers' GGUF reader drops the digit step, so
+    its checkpoint's tokenizer.json differs where a digit follows spaces
+    ("bought  2 soft drinks"); the same vocabulary and merges with the
+    published pre-tokenizer are the reference for the GGUF."""
+    from tokenizers import Tokenizer, pre_tokenizers
+
+    tokenizer = Tokenizer.from_file(str(checkpoint / "tokenizer.json"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+    )
+    return lambda text: tokenizer.encode(text, add_special_tokens=False).ids
+
+
 @pytest.mark.parametrize("source", ["gguf", "checkpoint"])
-def test_tokenization_of_gsm8k_matches_the_hugging_face_tokenizer(source, request, reference, tmp_path):
+def test_tokenization_of_gsm8k_matches_the_hugging_face_tokenizer(source, request, reference, checkpoint, tmp_path):
     tokenizer, _ = reference
+    expected = {
+        "gguf": published_tokenizer(checkpoint),
+        "checkpoint": lambda text: tokenizer(text, add_special_tokens=False)["input_ids"],
+    }[source]
     rows = [json.loads(line) for line in shared_data("gsm8k/train.jsonl").read_text().splitlines()[:500]]
     texts = [r["question"] for r in rows] + [r["answer"] for r in rows]
     assert len(texts) == 1000
@@ -101,7 +121,7 @@ def test_tokenization_of_gsm8k_matches_the_hugging_face_tokenizer(source, reques
     lines.write_text("".join(json.dumps(t) + "\n" for t in texts))
     ours = [json.loads(l) for l in run("model", "tokenize", "--from", request.getfixturevalue(source), "--input", lines).splitlines()]
     for text, ids in zip(texts, ours, strict=True):
-        assert ids == tokenizer(text, add_special_tokens=False)["input_ids"], text
+        assert ids == expected(text), text
 
 
 @pytest.mark.parametrize("source", ["gguf", "checkpoint"])
@@ -137,7 +157,7 @@ def short_run(tmp_path, gguf, lora: bool) -> pathlib.Path:
         ("num_generations = 8", "num_generations = 2"),
         ("max_new_tokens = 80", "max_new_tokens = 12"),
         ("heldout_problems = 200", "heldout_problems = 2"),
-        ("learning_rate = 1e-3", "learning_rate = 5e-3"),
+        ("learning_rate = 4e-4", "learning_rate = 5e-3"),
     ]:
         assert old in config, old
         config = config.replace(old, new)

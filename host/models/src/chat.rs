@@ -36,7 +36,10 @@ pub struct Message {
 impl Message {
     /// A turn of `role`.
     pub fn new(role: Role, content: impl Into<String>) -> Self {
-        Message { role, content: content.into() }
+        Message {
+            role,
+            content: content.into(),
+        }
     }
 }
 
@@ -51,7 +54,9 @@ pub struct ChatTemplate {
 
 impl std::fmt::Debug for ChatTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatTemplate").field("source", &self.source).finish_non_exhaustive()
+        f.debug_struct("ChatTemplate")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
     }
 }
 
@@ -64,11 +69,15 @@ impl ChatTemplate {
         let mut environment = Environment::new();
         environment.set_trim_blocks(true);
         environment.set_lstrip_blocks(true);
-        environment.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        environment
+            .set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         environment.add_filter("tojson", tojson);
-        environment.add_function("raise_exception", |message: String| -> std::result::Result<JinjaValue, JinjaError> {
-            Err(JinjaError::new(ErrorKind::InvalidOperation, message))
-        });
+        environment.add_function(
+            "raise_exception",
+            |message: String| -> std::result::Result<JinjaValue, JinjaError> {
+                Err(JinjaError::new(ErrorKind::InvalidOperation, message))
+            },
+        );
         environment
             .add_template_owned(NAME, source.to_string())
             .map_err(|e| ModelError::Template(e.to_string()))?;
@@ -111,7 +120,11 @@ impl ChatTemplate {
         let token = |key: &str| -> String {
             match config.as_ref().and_then(|c| c.get(key)) {
                 Some(Value::String(s)) => s.clone(),
-                Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).unwrap_or("").to_string(),
+                Some(Value::Object(o)) => o
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
                 _ => String::new(),
             }
         };
@@ -120,11 +133,17 @@ impl ChatTemplate {
         if jinja.is_file() {
             let source = std::fs::read_to_string(&jinja)
                 .map_err(|e| verifine_base::FileError::io("reading", &jinja, e))?;
-            return ChatTemplate::new(&source, &bos, &eos).map(Some).map_err(|e| in_file(&jinja, e));
+            return ChatTemplate::new(&source, &bos, &eos)
+                .map(Some)
+                .map_err(|e| in_file(&jinja, e));
         }
         let from_json = read_json_if_present(&dir.join("chat_template.json"))?
             .and_then(|v| v.get("chat_template").cloned())
-            .or_else(|| config.as_ref().and_then(|c| c.get("chat_template").cloned()));
+            .or_else(|| {
+                config
+                    .as_ref()
+                    .and_then(|c| c.get("chat_template").cloned())
+            });
         let source = match from_json {
             Some(Value::String(s)) => s,
             Some(Value::Array(entries)) => entries
@@ -132,7 +151,12 @@ impl ChatTemplate {
                 .find(|e| e.get("name").and_then(Value::as_str) == Some("default"))
                 .and_then(|e| e.get("template").and_then(Value::as_str))
                 .map(str::to_string)
-                .ok_or_else(|| ModelError::format(dir.join("tokenizer_config.json"), "chat_template lists no \"default\" template"))?,
+                .ok_or_else(|| {
+                    ModelError::format(
+                        dir.join("tokenizer_config.json"),
+                        "chat_template lists no \"default\" template",
+                    )
+                })?,
             _ => return Ok(None),
         };
         ChatTemplate::new(&source, &bos, &eos)
@@ -150,7 +174,8 @@ pub(crate) fn read_json_if_present(path: &Path) -> Result<Option<Value>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| verifine_base::FileError::io("reading", path, e))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| verifine_base::FileError::io("reading", path, e))?;
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|e| ModelError::format(path, e.to_string()))
@@ -183,7 +208,8 @@ fn python_json(
     };
     let separator = if indent.is_some() { "," } else { ", " };
     let scalar = |v: &JinjaValue| -> std::result::Result<String, JinjaError> {
-        let json = serde_json::to_value(v).map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, e.to_string()))?;
+        let json = serde_json::to_value(v)
+            .map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, e.to_string()))?;
         Ok(json.to_string())
     };
     match value.kind() {
@@ -199,7 +225,10 @@ fn python_json(
                     out.push_str(separator);
                 }
                 newline(out, depth + 1);
-                let name = key.as_str().map(str::to_string).unwrap_or_else(|| key.to_string());
+                let name = key
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| key.to_string());
                 out.push_str(&Value::String(name).to_string());
                 out.push_str(": ");
                 python_json(&value.get_item(key)?, indent, depth + 1, out)?;

@@ -118,12 +118,15 @@ impl DecoderSpec {
     pub fn from_json(config: &Value, path: &Path) -> Result<Self> {
         let field = |key: &str| config.get(key).filter(|v| !v.is_null());
         let count = |key: &str| -> Result<usize> {
-            let value = field(key).ok_or_else(|| ModelError::format(path, format!("{key} is missing")))?;
+            let value =
+                field(key).ok_or_else(|| ModelError::format(path, format!("{key} is missing")))?;
             value
                 .as_u64()
                 .filter(|&n| n > 0)
                 .map(|n| n as usize)
-                .ok_or_else(|| ModelError::format(path, format!("{key} = {value} is not a positive integer")))
+                .ok_or_else(|| {
+                    ModelError::format(path, format!("{key} = {value} is not a positive integer"))
+                })
         };
         // transformers 5 writes rope settings as `rope_parameters`; older
         // releases as `rope_theta` and `rope_scaling`.
@@ -144,10 +147,14 @@ impl DecoderSpec {
                 Some(v) => v
                     .as_f64()
                     .filter(|x| x.is_finite() && *x > 0.0)
-                    .ok_or_else(|| ModelError::format(path, format!("{key} = {v} is not a positive number"))),
+                    .ok_or_else(|| {
+                        ModelError::format(path, format!("{key} = {v} is not a positive number"))
+                    }),
             }
         };
-        let model_type = field("model_type").and_then(Value::as_str).unwrap_or("(none)");
+        let model_type = field("model_type")
+            .and_then(Value::as_str)
+            .unwrap_or("(none)");
         let architecture = match model_type {
             "llama" => Architecture::Llama,
             "qwen2" => Architecture::Qwen2,
@@ -160,17 +167,34 @@ impl DecoderSpec {
                 ));
             }
         };
-        let activation = field("hidden_act").and_then(Value::as_str).unwrap_or("silu");
+        let activation = field("hidden_act")
+            .and_then(Value::as_str)
+            .unwrap_or("silu");
         if activation != "silu" {
-            return Err(ModelError::unsupported(path, "hidden_act", activation, "the MLP is SiLU-gated"));
+            return Err(ModelError::unsupported(
+                path,
+                "hidden_act",
+                activation,
+                "the MLP is SiLU-gated",
+            ));
         }
         if field("mlp_bias").and_then(Value::as_bool) == Some(true) {
-            return Err(ModelError::unsupported(path, "mlp_bias", true, "the MLP has no biases"));
+            return Err(ModelError::unsupported(
+                path,
+                "mlp_bias",
+                true,
+                "the MLP has no biases",
+            ));
         }
         if architecture == Architecture::Qwen2
             && field("use_sliding_window").and_then(Value::as_bool) == Some(true)
         {
-            return Err(ModelError::unsupported(path, "use_sliding_window", true, "attention is full"));
+            return Err(ModelError::unsupported(
+                path,
+                "use_sliding_window",
+                true,
+                "attention is full",
+            ));
         }
         let num_heads = count("num_attention_heads")?;
         let hidden_size = count("hidden_size")?;
@@ -180,7 +204,9 @@ impl DecoderSpec {
         };
         let attention_bias = match architecture {
             Architecture::Qwen2 => true,
-            Architecture::Llama => field("attention_bias").and_then(Value::as_bool).unwrap_or(false),
+            Architecture::Llama => field("attention_bias")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         };
         let spec = DecoderSpec {
             architecture,
@@ -194,9 +220,13 @@ impl DecoderSpec {
             rope_theta: number("rope_theta", 10_000.0)?,
             rope_scaling: rope_scaling(field("rope_scaling"), path)?,
             rms_norm_eps: number("rms_norm_eps", 1e-6)?,
-            tie_word_embeddings: field("tie_word_embeddings").and_then(Value::as_bool).unwrap_or(false),
+            tie_word_embeddings: field("tie_word_embeddings")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             attention_bias,
-            bos_token_id: field("bos_token_id").and_then(Value::as_u64).map(|v| v as u32),
+            bos_token_id: field("bos_token_id")
+                .and_then(Value::as_u64)
+                .map(|v| v as u32),
             eos_token_ids: token_ids(field("eos_token_id")),
         };
         if let Some(head_dim) = field("head_dim").and_then(Value::as_u64)
@@ -206,7 +236,9 @@ impl DecoderSpec {
                 path,
                 "head_dim",
                 head_dim,
-                format!("heads must split the width: hidden_size {hidden_size} / num_attention_heads {num_heads}"),
+                format!(
+                    "heads must split the width: hidden_size {hidden_size} / num_attention_heads {num_heads}"
+                ),
             ));
         }
         spec.validate(path)?;
@@ -220,13 +252,25 @@ impl DecoderSpec {
             Err(ModelError::unsupported(path, field, value, why))
         };
         if !self.hidden_size.is_multiple_of(self.num_heads) {
-            return bad("num_attention_heads", self.num_heads, format!("must divide hidden_size {}", self.hidden_size));
+            return bad(
+                "num_attention_heads",
+                self.num_heads,
+                format!("must divide hidden_size {}", self.hidden_size),
+            );
         }
         if !self.num_heads.is_multiple_of(self.num_kv_heads) {
-            return bad("num_key_value_heads", self.num_kv_heads, format!("must divide num_attention_heads {}", self.num_heads));
+            return bad(
+                "num_key_value_heads",
+                self.num_kv_heads,
+                format!("must divide num_attention_heads {}", self.num_heads),
+            );
         }
         if !self.head_dim().is_multiple_of(2) {
-            return bad("head_dim", self.head_dim(), "rotary embeddings need an even head width".into());
+            return bad(
+                "head_dim",
+                self.head_dim(),
+                "rotary embeddings need an even head width".into(),
+            );
         }
         Ok(())
     }
@@ -245,8 +289,15 @@ impl DecoderSpec {
         };
         let rope_scaling = match self.rope_scaling {
             None => Value::Null,
-            Some(RopeScaling::Linear { factor }) => json!({"rope_type": "linear", "factor": factor}),
-            Some(RopeScaling::Llama3 { factor, low_freq_factor, high_freq_factor, original_max_position_embeddings }) => json!({
+            Some(RopeScaling::Linear { factor }) => {
+                json!({"rope_type": "linear", "factor": factor})
+            }
+            Some(RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_position_embeddings,
+            }) => json!({
                 "rope_type": "llama3",
                 "factor": factor,
                 "low_freq_factor": low_freq_factor,
@@ -286,7 +337,11 @@ impl DecoderSpec {
 fn token_ids(value: Option<&Value>) -> Vec<u32> {
     match value {
         Some(Value::Number(n)) => n.as_u64().map(|v| vec![v as u32]).unwrap_or_default(),
-        Some(Value::Array(ids)) => ids.iter().filter_map(Value::as_u64).map(|v| v as u32).collect(),
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .filter_map(Value::as_u64)
+            .map(|v| v as u32)
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -303,11 +358,18 @@ fn rope_scaling(value: Option<&Value>, path: &Path) -> Result<Option<RopeScaling
             .get(key)
             .and_then(Value::as_f64)
             .filter(|x| x.is_finite() && *x > 0.0)
-            .ok_or_else(|| ModelError::format(path, format!("rope_scaling.{key} is missing or not a positive number")))
+            .ok_or_else(|| {
+                ModelError::format(
+                    path,
+                    format!("rope_scaling.{key} is missing or not a positive number"),
+                )
+            })
     };
     match kind {
         "default" => Ok(None),
-        "linear" => Ok(Some(RopeScaling::Linear { factor: number("factor")? })),
+        "linear" => Ok(Some(RopeScaling::Linear {
+            factor: number("factor")?,
+        })),
         "llama3" => Ok(Some(RopeScaling::Llama3 {
             factor: number("factor")?,
             low_freq_factor: number("low_freq_factor")?,

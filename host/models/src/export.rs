@@ -31,9 +31,9 @@ pub fn write_checkpoint(dir: &Path, base: &Pretrained, weights: &Weights) -> Res
         if let Some(template) = &base.chat_template {
             write_text(&tmp.join("chat_template.jinja"), template.source())?;
         }
-        let generation = base.generation_config.clone().unwrap_or_else(|| {
-            json!({"bos_token_id": base.spec.bos_token_id, "eos_token_id": base.stop_ids()})
-        });
+        let generation = base.generation_config.clone().unwrap_or_else(
+            || json!({"bos_token_id": base.spec.bos_token_id, "eos_token_id": base.stop_ids()}),
+        );
         write_json(&tmp.join("generation_config.json"), &generation)
     })
 }
@@ -109,7 +109,8 @@ fn in_fresh_dir(dir: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<(
 }
 
 fn write_json(path: &Path, value: &Value) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| ModelError::format(path, e.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(value).map_err(|e| ModelError::format(path, e.to_string()))?;
     write_text(path, &text)
 }
 

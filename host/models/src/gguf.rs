@@ -17,8 +17,10 @@ use std::path::Path;
 
 /// The metadata of a GGUF file, read without its tensors.
 pub fn read_content(path: &Path) -> Result<(Content, std::fs::File)> {
-    let mut file = std::fs::File::open(path).map_err(|e| verifine_base::FileError::io("opening", path, e))?;
-    let content = Content::read(&mut file).map_err(|e| ModelError::format(path, format!("not a GGUF file: {e}")))?;
+    let mut file =
+        std::fs::File::open(path).map_err(|e| verifine_base::FileError::io("opening", path, e))?;
+    let content = Content::read(&mut file)
+        .map_err(|e| ModelError::format(path, format!("not a GGUF file: {e}")))?;
     Ok((content, file))
 }
 
@@ -52,14 +54,28 @@ pub fn spec(content: &Content, path: &Path) -> Result<DecoderSpec> {
             .or_else(|_| get(k).unwrap().to_u64().map(|v| v as usize))
             .map_err(|e| ModelError::format(path, format!("{}: {e}", key(k))))
     };
-    let float = |k: &str, default: f64| -> f64 { get(k).and_then(|v| v.to_f32().ok()).map_or(default, f64::from) };
+    let float = |k: &str, default: f64| -> f64 {
+        get(k)
+            .and_then(|v| v.to_f32().ok())
+            .map_or(default, f64::from)
+    };
     if let Some(kind) = get("rope.scaling.type").and_then(|v| v.to_string().ok())
         && kind != "none"
     {
-        return Err(ModelError::unsupported(path, key("rope.scaling.type"), kind, "rope scaling from GGUF is not read yet; use the Hugging Face checkpoint"));
+        return Err(ModelError::unsupported(
+            path,
+            key("rope.scaling.type"),
+            kind,
+            "rope scaling from GGUF is not read yet; use the Hugging Face checkpoint",
+        ));
     }
     if content.tensor_infos.contains_key("rope_freqs.weight") {
-        return Err(ModelError::unsupported(path, "rope_freqs.weight", "present", "per-frequency rope factors (Llama 3.1 GGUF) are not read yet; use the Hugging Face checkpoint"));
+        return Err(ModelError::unsupported(
+            path,
+            "rope_freqs.weight",
+            "present",
+            "per-frequency rope factors (Llama 3.1 GGUF) are not read yet; use the Hugging Face checkpoint",
+        ));
     }
     let vocab_size = match content.metadata.get("tokenizer.ggml.tokens") {
         Some(Value::Array(tokens)) => tokens.len(),
@@ -70,7 +86,12 @@ pub fn spec(content: &Content, path: &Path) -> Result<DecoderSpec> {
     if let Ok(rope_dims) = count("rope.dimension_count")
         && rope_dims * num_heads != hidden_size
     {
-        return Err(ModelError::unsupported(path, key("rope.dimension_count"), rope_dims, "rotation must cover whole heads of width embedding_length / head_count"));
+        return Err(ModelError::unsupported(
+            path,
+            key("rope.dimension_count"),
+            rope_dims,
+            "rotation must cover whole heads of width embedding_length / head_count",
+        ));
     }
     let token = |k: &str| content.metadata.get(k).and_then(|v| v.to_u32().ok());
     let spec = DecoderSpec {
@@ -116,7 +137,11 @@ pub fn weights<R: Read + Seek>(
         let b = format!("blk.{layer}");
         let mut rotated = |gguf: &str, heads: usize| -> Result<Tensor> {
             let t = read(&format!("{b}.{gguf}"))?;
-            if interleaved { to_rotate_half(&t, heads) } else { Ok(t) }
+            if interleaved {
+                to_rotate_half(&t, heads)
+            } else {
+                Ok(t)
+            }
         };
         weights.insert(n.q.clone(), rotated("attn_q.weight", spec.num_heads)?);
         weights.insert(n.k.clone(), rotated("attn_k.weight", spec.num_kv_heads)?);

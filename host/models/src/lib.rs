@@ -77,7 +77,10 @@ impl Pretrained {
         } else if path.is_file() {
             Self::load_gguf(path, device)
         } else {
-            Err(ModelError::format(path, "no such checkpoint directory or GGUF file"))
+            Err(ModelError::format(
+                path,
+                "no such checkpoint directory or GGUF file",
+            ))
         }
     }
 
@@ -86,7 +89,10 @@ impl Pretrained {
         let mut spec = DecoderSpec::from_config_json(dir)?;
         let generation_config = chat::read_json_if_present(&dir.join("generation_config.json"))?;
         // generation_config.json may name more end tokens than config.json.
-        if let Some(ids) = generation_config.as_ref().and_then(|g| g.get("eos_token_id")) {
+        if let Some(ids) = generation_config
+            .as_ref()
+            .and_then(|g| g.get("eos_token_id"))
+        {
             for id in ids.as_array().cloned().unwrap_or_else(|| vec![ids.clone()]) {
                 if let Some(id) = id.as_u64().map(|v| v as u32)
                     && !spec.eos_token_ids.contains(&id)
@@ -98,7 +104,8 @@ impl Pretrained {
         let mut weights = weights::load_safetensors_dir(dir, device)?;
         weights::check_shapes(&spec, &mut weights, dir)?;
         let tokenizer = TextTokenizer::from_tokenizer_json(&dir.join("tokenizer.json"))?;
-        let tokenizer_config = chat::read_json_if_present(&dir.join("tokenizer_config.json"))?.unwrap_or_else(|| json!({}));
+        let tokenizer_config = chat::read_json_if_present(&dir.join("tokenizer_config.json"))?
+            .unwrap_or_else(|| json!({}));
         let chat_template = ChatTemplate::from_checkpoint_dir(dir)?;
         let model = Pretrained {
             source: dir.to_path_buf(),
@@ -121,7 +128,10 @@ impl Pretrained {
         let mut weights = gguf::weights(&content, &mut file, &spec, path, device)?;
         weights::check_shapes(&spec, &mut weights, path)?;
         let tokenizer = TextTokenizer::from_gguf(&content, path)?;
-        let text_of = |id: Option<u32>| id.and_then(|id| tokenizer.id_to_token(id)).unwrap_or_default();
+        let text_of = |id: Option<u32>| {
+            id.and_then(|id| tokenizer.id_to_token(id))
+                .unwrap_or_default()
+        };
         let bos = text_of(spec.bos_token_id);
         let eos = text_of(spec.eos_token_ids.first().copied());
         let chat_template = gguf::chat_template_source(&content)
@@ -166,7 +176,10 @@ impl Pretrained {
         if tokens > self.spec.vocab_size {
             return Err(ModelError::format(
                 &self.source,
-                format!("the tokenizer has {tokens} tokens but the embedding table {} rows", self.spec.vocab_size),
+                format!(
+                    "the tokenizer has {tokens} tokens but the embedding table {} rows",
+                    self.spec.vocab_size
+                ),
             ));
         }
         Ok(())
@@ -189,9 +202,14 @@ impl Pretrained {
     pub fn pad_id(&self) -> u32 {
         let configured = match self.tokenizer_config.get("pad_token") {
             Some(Value::String(s)) => self.tokenizer.token_to_id(s),
-            Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).and_then(|s| self.tokenizer.token_to_id(s)),
+            Some(Value::Object(o)) => o
+                .get("content")
+                .and_then(Value::as_str)
+                .and_then(|s| self.tokenizer.token_to_id(s)),
             _ => None,
         };
-        configured.or_else(|| self.stop_ids().first().copied()).unwrap_or(0)
+        configured
+            .or_else(|| self.stop_ids().first().copied())
+            .unwrap_or(0)
     }
 }

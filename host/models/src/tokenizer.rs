@@ -40,7 +40,9 @@ impl TextTokenizer {
     pub fn from_tokenizer_json(path: &Path) -> Result<Self> {
         let tokenizer = tokenizers::Tokenizer::from_file(path)
             .map_err(|e| ModelError::format(path, e.to_string()))?;
-        Ok(TextTokenizer { inner: Inner::Hf(Box::new(tokenizer)) })
+        Ok(TextTokenizer {
+            inner: Inner::Hf(Box::new(tokenizer)),
+        })
     }
 
     /// Builds the tokenizer a GGUF file's metadata describes (`path` for
@@ -49,7 +51,9 @@ impl TextTokenizer {
         let model = string(content, "tokenizer.ggml.model").unwrap_or_default();
         let tokens = strings(content, "tokenizer.ggml.tokens", path)?;
         let types: Vec<i32> = match content.metadata.get("tokenizer.ggml.token_type") {
-            Some(GgufValue::Array(values)) => values.iter().map(|v| v.to_i32().unwrap_or(1)).collect(),
+            Some(GgufValue::Array(values)) => {
+                values.iter().map(|v| v.to_i32().unwrap_or(1)).collect()
+            }
             _ => vec![1; tokens.len()],
         };
         let specials: Vec<(String, u32, bool)> = tokens
@@ -64,18 +68,25 @@ impl TextTokenizer {
                 let merges = strings(content, "tokenizer.ggml.merges", path)?;
                 let pre = string(content, "tokenizer.ggml.pre").unwrap_or_else(|| "default".into());
                 let json = gpt2_tokenizer_json(&tokens, &merges, &specials, &pre, path)?;
-                let tokenizer: tokenizers::Tokenizer = json
-                    .to_string()
-                    .parse()
-                    .map_err(|e| ModelError::format(path, format!("rebuilding the BPE tokenizer: {e}")))?;
-                Ok(TextTokenizer { inner: Inner::Hf(Box::new(tokenizer)) })
+                let tokenizer: tokenizers::Tokenizer = json.to_string().parse().map_err(|e| {
+                    ModelError::format(path, format!("rebuilding the BPE tokenizer: {e}"))
+                })?;
+                Ok(TextTokenizer {
+                    inner: Inner::Hf(Box::new(tokenizer)),
+                })
             }
             "llama" => {
-                let tokenizer = SpmTokenizer::from_gguf(content).map_err(|e| ModelError::format(path, e))?;
+                let tokenizer =
+                    SpmTokenizer::from_gguf(content).map_err(|e| ModelError::format(path, e))?;
                 let mut specials: Vec<(String, u32)> =
                     specials.into_iter().map(|(t, id, _)| (t, id)).collect();
                 specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
-                Ok(TextTokenizer { inner: Inner::Spm { tokenizer: Box::new(tokenizer), specials } })
+                Ok(TextTokenizer {
+                    inner: Inner::Spm {
+                        tokenizer: Box::new(tokenizer),
+                        specials,
+                    },
+                })
             }
             other => Err(ModelError::unsupported(
                 path,
@@ -94,7 +105,10 @@ impl TextTokenizer {
                 .encode(text, false)
                 .map(|e| e.get_ids().to_vec())
                 .map_err(|e| ModelError::Tokenizer(e.to_string())),
-            Inner::Spm { tokenizer, specials } => {
+            Inner::Spm {
+                tokenizer,
+                specials,
+            } => {
                 let mut ids = Vec::new();
                 let mut rest = text;
                 let mut first = true;
@@ -134,7 +148,10 @@ impl TextTokenizer {
             Inner::Hf(tokenizer) => tokenizer
                 .decode(ids, skip_special)
                 .map_err(|e| ModelError::Tokenizer(e.to_string())),
-            Inner::Spm { tokenizer, specials } => {
+            Inner::Spm {
+                tokenizer,
+                specials,
+            } => {
                 let keep: Vec<u32> = ids
                     .iter()
                     .copied()
@@ -149,7 +166,10 @@ impl TextTokenizer {
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
         match &self.inner {
             Inner::Hf(tokenizer) => tokenizer.token_to_id(token),
-            Inner::Spm { tokenizer, specials } => specials
+            Inner::Spm {
+                tokenizer,
+                specials,
+            } => specials
                 .iter()
                 .find(|(s, _)| s == token)
                 .map(|(_, id)| *id)
@@ -198,7 +218,11 @@ impl TextTokenizer {
 }
 
 fn string(content: &Content, key: &str) -> Option<String> {
-    content.metadata.get(key).and_then(|v| v.to_string().ok()).cloned()
+    content
+        .metadata
+        .get(key)
+        .and_then(|v| v.to_string().ok())
+        .cloned()
 }
 
 fn strings(content: &Content, key: &str, path: &Path) -> Result<Vec<String>> {
@@ -209,7 +233,11 @@ fn strings(content: &Content, key: &str, path: &Path) -> Result<Vec<String>> {
         .to_vec()
         .map_err(|e| ModelError::format(path, format!("{key}: {e}")))?;
     list.iter()
-        .map(|v| v.to_string().cloned().map_err(|e| ModelError::format(path, format!("{key}: {e}"))))
+        .map(|v| {
+            v.to_string()
+                .cloned()
+                .map_err(|e| ModelError::format(path, format!("{key}: {e}")))
+        })
         .collect()
 }
 
@@ -220,12 +248,8 @@ const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{
 /// The pre-tokenizer llama.cpp applies for `tokenizer.ggml.pre`, as the
 /// `tokenizer.json` of the original model writes it.
 fn pre_tokenizer(pre: &str, path: &Path) -> Result<Value> {
-    let byte_level = |use_regex: bool| {
-        json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": use_regex})
-    };
-    let split = |pattern: &str| {
-        json!({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": false})
-    };
+    let byte_level = |use_regex: bool| json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": use_regex});
+    let split = |pattern: &str| json!({"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": false});
     Ok(match pre {
         "default" | "gpt-2" | "gpt2" | "olmo" | "mpt" => byte_level(true),
         // Digits one by one, then GPT-2's splitting (llama.cpp's SMOLLM,

@@ -78,7 +78,11 @@ pub fn expected_shapes(spec: &DecoderSpec) -> Vec<(String, Vec<usize>)> {
             (n.down, vec![h, i]),
         ]);
         if spec.attention_bias {
-            shapes.extend([(n.q_bias, vec![h]), (n.k_bias, vec![kv]), (n.v_bias, vec![kv])]);
+            shapes.extend([
+                (n.q_bias, vec![h]),
+                (n.k_bias, vec![kv]),
+                (n.v_bias, vec![kv]),
+            ]);
         }
     }
     shapes.push((FINAL_NORM.to_string(), vec![h]));
@@ -96,7 +100,10 @@ pub fn check_shapes(spec: &DecoderSpec, weights: &mut Weights, path: &Path) -> R
     for (name, shape) in &expected {
         match weights.get(name) {
             None => {
-                return Err(ModelError::format(path, format!("no tensor {name} (expected {shape:?})")));
+                return Err(ModelError::format(
+                    path,
+                    format!("no tensor {name} (expected {shape:?})"),
+                ));
             }
             Some(t) if t.dims() != shape.as_slice() => {
                 return Err(ModelError::format(
@@ -108,12 +115,22 @@ pub fn check_shapes(spec: &DecoderSpec, weights: &mut Weights, path: &Path) -> R
         }
     }
     let keep: std::collections::BTreeSet<&str> = expected.iter().map(|(n, _)| n.as_str()).collect();
-    let extra: Vec<String> = weights.keys().filter(|n| !keep.contains(n.as_str())).cloned().collect();
+    let extra: Vec<String> = weights
+        .keys()
+        .filter(|n| !keep.contains(n.as_str()))
+        .cloned()
+        .collect();
     if let Some(name) = extra.iter().find(|n| !n.ends_with("rotary_emb.inv_freq")) {
         // A tied model that still ships lm_head.weight is fine (it equals
         // the embedding); anything else means another architecture.
         if name != LM_HEAD {
-            return Err(ModelError::format(path, format!("tensor {name} is not part of a {} decoder", spec.architecture.name())));
+            return Err(ModelError::format(
+                path,
+                format!(
+                    "tensor {name} is not part of a {} decoder",
+                    spec.architecture.name()
+                ),
+            ));
         }
     }
     for name in extra {
@@ -143,7 +160,10 @@ pub fn weight_files(dir: &Path) -> Result<Vec<PathBuf>> {
             .iter()
             .find(|f| f.contains('/') || f.contains('\\') || f.starts_with('.'))
         {
-            return Err(ModelError::format(&index, format!("shard name {bad:?} is not a file in the directory")));
+            return Err(ModelError::format(
+                &index,
+                format!("shard name {bad:?} is not a file in the directory"),
+            ));
         }
         return Ok(files.into_iter().map(|f| dir.join(f)).collect());
     }
@@ -151,7 +171,10 @@ pub fn weight_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if single.is_file() {
         return Ok(vec![single]);
     }
-    Err(ModelError::format(dir, "neither model.safetensors nor model.safetensors.index.json is here"))
+    Err(ModelError::format(
+        dir,
+        "neither model.safetensors nor model.safetensors.index.json is here",
+    ))
 }
 
 /// Every tensor of the checkpoint in `dir`, as f32 on `device`.
@@ -165,7 +188,10 @@ pub fn load_safetensors_dir(dir: &Path, device: &Device) -> Result<Weights> {
                 DType::F32 => tensor,
                 DType::BF16 | DType::F16 | DType::F64 => tensor.to_dtype(DType::F32)?,
                 other => {
-                    return Err(ModelError::format(&file, format!("tensor {name} is {other:?}; weights must be f32, bf16 or f16")));
+                    return Err(ModelError::format(
+                        &file,
+                        format!("tensor {name} is {other:?}; weights must be f32, bf16 or f16"),
+                    ));
                 }
             };
             weights.insert(name, tensor);
@@ -186,7 +212,8 @@ pub fn save_safetensors(weights: &Weights, path: &Path) -> Result<()> {
     metadata.insert("format".to_string(), "pt".to_string());
     safetensors::serialize_to_file(tensors.iter().map(|(n, t)| (*n, t)), Some(metadata), &tmp)
         .map_err(|e| ModelError::format(&tmp, format!("writing: {e}")))?;
-    std::fs::rename(&tmp, path).map_err(|e| verifine_base::FileError::io("renaming into", path, e))?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| verifine_base::FileError::io("renaming into", path, e))?;
     verifine_base::files::sync_parent(path);
     Ok(())
 }

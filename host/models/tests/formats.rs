@@ -56,20 +56,39 @@ fn random_weights(spec: &DecoderSpec) -> Weights {
 fn interleave(t: &Tensor, heads: usize) -> Tensor {
     let (rows, cols) = t.dims2().unwrap();
     let d = rows / heads;
-    t.reshape((heads, 2, d / 2, cols)).unwrap().transpose(1, 2).unwrap().contiguous().unwrap().reshape((rows, cols)).unwrap()
+    t.reshape((heads, 2, d / 2, cols))
+        .unwrap()
+        .transpose(1, 2)
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .reshape((rows, cols))
+        .unwrap()
 }
 
 fn write_gguf(path: &Path, spec: &DecoderSpec, weights: &Weights) {
     let (tokens, merges, types) = vocabulary();
-    let mut tensors = vec![("token_embd.weight".to_string(), weights["model.embed_tokens.weight"].clone())];
-    tensors.push(("output_norm.weight".into(), weights["model.norm.weight"].clone()));
+    let mut tensors = vec![(
+        "token_embd.weight".to_string(),
+        weights["model.embed_tokens.weight"].clone(),
+    )];
+    tensors.push((
+        "output_norm.weight".into(),
+        weights["model.norm.weight"].clone(),
+    ));
     for layer in 0..spec.num_layers {
         let hf = |leaf: &str| weights[&format!("model.layers.{layer}.{leaf}")].clone();
         let b = |leaf: &str| format!("blk.{layer}.{leaf}");
         tensors.extend([
             (b("attn_norm.weight"), hf("input_layernorm.weight")),
-            (b("attn_q.weight"), interleave(&hf("self_attn.q_proj.weight"), spec.num_heads)),
-            (b("attn_k.weight"), interleave(&hf("self_attn.k_proj.weight"), spec.num_kv_heads)),
+            (
+                b("attn_q.weight"),
+                interleave(&hf("self_attn.q_proj.weight"), spec.num_heads),
+            ),
+            (
+                b("attn_k.weight"),
+                interleave(&hf("self_attn.k_proj.weight"), spec.num_kv_heads),
+            ),
             (b("attn_v.weight"), hf("self_attn.v_proj.weight")),
             (b("attn_output.weight"), hf("self_attn.o_proj.weight")),
             (b("ffn_norm.weight"), hf("post_attention_layernorm.weight")),
@@ -78,8 +97,10 @@ fn write_gguf(path: &Path, spec: &DecoderSpec, weights: &Weights) {
             (b("ffn_down.weight"), hf("mlp.down_proj.weight")),
         ]);
     }
-    let tensors: Vec<(String, QTensor)> =
-        tensors.into_iter().map(|(n, t)| (n, QTensor::quantize(&t, GgmlDType::F32).unwrap())).collect();
+    let tensors: Vec<(String, QTensor)> = tensors
+        .into_iter()
+        .map(|(n, t)| (n, QTensor::quantize(&t, GgmlDType::F32).unwrap()))
+        .collect();
     let u = |v: usize| Value::U32(v as u32);
     let strings = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
     let metadata = vec![
@@ -96,7 +117,10 @@ fn write_gguf(path: &Path, spec: &DecoderSpec, weights: &Weights) {
         ("tokenizer.ggml.pre", Value::String("smollm".into())),
         ("tokenizer.ggml.tokens", strings(tokens.clone())),
         ("tokenizer.ggml.merges", strings(merges)),
-        ("tokenizer.ggml.token_type", Value::Array(types.into_iter().map(Value::I32).collect())),
+        (
+            "tokenizer.ggml.token_type",
+            Value::Array(types.into_iter().map(Value::I32).collect()),
+        ),
         ("tokenizer.ggml.eos_token_id", u(tokens.len() - 1)),
         ("tokenizer.chat_template", Value::String(CHATML.into())),
     ];
@@ -107,7 +131,16 @@ fn write_gguf(path: &Path, spec: &DecoderSpec, weights: &Weights) {
 }
 
 fn gap(a: &Tensor, b: &Tensor) -> f32 {
-    (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
+    (a - b)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar()
+        .unwrap()
 }
 
 #[test]
@@ -121,7 +154,10 @@ fn a_gguf_and_the_checkpoint_it_came_from_read_to_the_same_model() {
     let from_gguf = Pretrained::load(&gguf, &Device::Cpu).unwrap();
     assert_eq!(from_gguf.spec.num_kv_heads, 2);
     for (name, tensor) in &weights {
-        assert!(gap(tensor, &from_gguf.weights[name]) == 0.0, "{name} differs after reading the GGUF");
+        assert!(
+            gap(tensor, &from_gguf.weights[name]) == 0.0,
+            "{name} differs after reading the GGUF"
+        );
     }
     // Written back as a checkpoint directory, it reads the same again.
     let checkpoint = dir.join("hf");
@@ -129,7 +165,10 @@ fn a_gguf_and_the_checkpoint_it_came_from_read_to_the_same_model() {
     let from_dir = Pretrained::load(&checkpoint, &Device::Cpu).unwrap();
     assert_eq!(from_dir.spec, from_gguf.spec);
     for (name, tensor) in &weights {
-        assert!(gap(tensor, &from_dir.weights[name]) == 0.0, "{name} differs after the round trip");
+        assert!(
+            gap(tensor, &from_dir.weights[name]) == 0.0,
+            "{name} differs after the round trip"
+        );
     }
     // The tokenizer: merges, control tokens read whole, digits one by one.
     for model in [&from_gguf, &from_dir] {
@@ -147,7 +186,10 @@ fn a_gguf_and_the_checkpoint_it_came_from_read_to_the_same_model() {
             .unwrap()
             .render(&[Message::new(Role::User, "hi")], true)
             .unwrap();
-        assert_eq!(rendered, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+        assert_eq!(
+            rendered,
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+        );
         assert_eq!(model.stop_ids(), vec![end]);
     }
     // Nothing half-written is left beside the export.
@@ -159,7 +201,9 @@ fn shards_are_read_and_a_missing_tensor_is_named() {
     let dir = scratch("shards");
     let spec = spec(300);
     let weights = random_weights(&spec);
-    let (first, second): (Weights, Weights) = weights.into_iter().partition(|(n, _)| n.contains("layers.0"));
+    let (first, second): (Weights, Weights) = weights
+        .into_iter()
+        .partition(|(n, _)| n.contains("layers.0"));
     save_safetensors(&first, &dir.join("a.safetensors")).unwrap();
     save_safetensors(&second, &dir.join("b.safetensors")).unwrap();
     let map: serde_json::Map<String, serde_json::Value> = first
@@ -167,18 +211,33 @@ fn shards_are_read_and_a_missing_tensor_is_named() {
         .map(|k| (k.clone(), json!("a.safetensors")))
         .chain(second.keys().map(|k| (k.clone(), json!("b.safetensors"))))
         .collect();
-    std::fs::write(dir.join("model.safetensors.index.json"), json!({"weight_map": map}).to_string()).unwrap();
+    std::fs::write(
+        dir.join("model.safetensors.index.json"),
+        json!({"weight_map": map}).to_string(),
+    )
+    .unwrap();
     let mut config = spec.to_config_json();
     config["vocab_size"] = json!(300);
     std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
     let mut read = verifine_models::weights::load_safetensors_dir(&dir, &Device::Cpu).unwrap();
     verifine_models::weights::check_shapes(&spec, &mut read, &dir).unwrap();
     read.remove("model.layers.1.mlp.up_proj.weight");
-    let error = verifine_models::weights::check_shapes(&spec, &mut read, &dir).unwrap_err().to_string();
-    assert!(error.contains("model.layers.1.mlp.up_proj.weight"), "{error}");
+    let error = verifine_models::weights::check_shapes(&spec, &mut read, &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("model.layers.1.mlp.up_proj.weight"),
+        "{error}"
+    );
     // A shard name that leaves the directory is refused.
-    std::fs::write(dir.join("model.safetensors.index.json"), json!({"weight_map": {"x": "../x.safetensors"}}).to_string()).unwrap();
-    let error = verifine_models::weights::weight_files(&dir).unwrap_err().to_string();
+    std::fs::write(
+        dir.join("model.safetensors.index.json"),
+        json!({"weight_map": {"x": "../x.safetensors"}}).to_string(),
+    )
+    .unwrap();
+    let error = verifine_models::weights::weight_files(&dir)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("not a file in the directory"), "{error}");
 }
 
@@ -188,7 +247,11 @@ fn shapes_the_decoder_cannot_compute_are_refused_naming_the_field() {
     let cases = [
         ("model_type", json!("gemma3"), "model_type"),
         ("hidden_act", json!("gelu"), "hidden_act"),
-        ("rope_scaling", json!({"rope_type": "yarn", "factor": 4.0}), "rope_scaling.rope_type"),
+        (
+            "rope_scaling",
+            json!({"rope_type": "yarn", "factor": 4.0}),
+            "rope_scaling.rope_type",
+        ),
         ("head_dim", json!(16), "head_dim"),
         ("num_key_value_heads", json!(3), "num_key_value_heads"),
         ("mlp_bias", json!(true), "mlp_bias"),
@@ -197,7 +260,10 @@ fn shapes_the_decoder_cannot_compute_are_refused_naming_the_field() {
         let mut config = base.clone();
         config[key] = value;
         let error = DecoderSpec::from_json(&config, Path::new("m/config.json")).unwrap_err();
-        assert!(matches!(&error, ModelError::Unsupported { field: f, .. } if f == field), "{key}: {error}");
+        assert!(
+            matches!(&error, ModelError::Unsupported { field: f, .. } if f == field),
+            "{key}: {error}"
+        );
         assert!(error.to_string().starts_with("m/config.json: "), "{error}");
     }
 }
@@ -227,9 +293,13 @@ fn templates_render_as_transformers_does() {
         "</s>",
     )
     .unwrap();
-    let out = template.render(&[Message::new(Role::User, "  hi  ")], false).unwrap();
+    let out = template
+        .render(&[Message::new(Role::User, "  hi  ")], false)
+        .unwrap();
     assert_eq!(out, "USER: hi {\"n\": 1, \"k\": [1, \"a\"]}");
-    let failing = verifine_models::ChatTemplate::new("{{ raise_exception('no system role') }}", "", "").unwrap();
+    let failing =
+        verifine_models::ChatTemplate::new("{{ raise_exception('no system role') }}", "", "")
+            .unwrap();
     let error = failing.render(&[], true).unwrap_err().to_string();
     assert!(error.contains("no system role"), "{error}");
 }

@@ -101,7 +101,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             (model, preset)
         }
         Some(from) => {
-            let pretrained = verifine_models::Pretrained::load(std::path::Path::new(&from), &device)?;
+            let pretrained =
+                verifine_models::Pretrained::load(std::path::Path::new(&from), &device)?;
             let lora = value("--lora").map(|r| verifine_train::model::LoraConfig {
                 r: r.parse().expect("--lora takes a rank"),
                 alpha: 2.0 * r.parse::<f64>().expect("--lora takes a rank"),
@@ -115,9 +116,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Some(l) => format!("{from} lora r={}", l.r),
                 None => format!("{from} full"),
             };
-            let plan = verifine_train::model::TrainablePlan { lora, ..Default::default() };
+            let plan = verifine_train::model::TrainablePlan {
+                lora,
+                ..Default::default()
+            };
             let max = prompt_len + completion_len;
-            (Decoder::from_pretrained(&pretrained.spec, &pretrained.weights, max, &plan, &varmap, 0)?, name)
+            (
+                Decoder::from_pretrained(
+                    &pretrained.spec,
+                    &pretrained.weights,
+                    max,
+                    &plan,
+                    &varmap,
+                    0,
+                )?,
+                name,
+            )
         }
     };
     let config = model.config().clone();

@@ -44,11 +44,18 @@ pub fn read_problems(path: &Path) -> Result<Vec<Problem>> {
                 .rsplit_once("####")
                 .ok_or_else(|| line_error("the answer has no `#### N` final answer".into()))?;
             let number = final_answer.trim().replace(',', "");
-            let answer: i64 = number
-                .parse()
-                .map_err(|_| line_error(format!("the final answer {:?} is not an integer", final_answer.trim())))?;
+            let answer: i64 = number.parse().map_err(|_| {
+                line_error(format!(
+                    "the final answer {:?} is not an integer",
+                    final_answer.trim()
+                ))
+            })?;
             let solution = format!("{}\n#### {answer}", strip_annotations(worked.trim_end()));
-            Ok(Problem { prompt: row.question.trim().to_string(), solution, answer })
+            Ok(Problem {
+                prompt: row.question.trim().to_string(),
+                solution,
+                answer,
+            })
         })
         .collect()
 }
@@ -72,7 +79,12 @@ fn strip_annotations(text: &str) -> String {
 
 /// The training and held-out problems of `dataset`: `train` of the
 /// training file (seeded shuffle), the first `heldout` of the test file.
-pub fn splits(dataset: &DatasetConfig, seed: u64, train: usize, heldout: usize) -> Result<(Vec<Problem>, Vec<Problem>)> {
+pub fn splits(
+    dataset: &DatasetConfig,
+    seed: u64,
+    train: usize,
+    heldout: usize,
+) -> Result<(Vec<Problem>, Vec<Problem>)> {
     let mut train_set = read_problems(&dataset.train)?;
     let mut rng = SplitMix64::new(seed ^ 0xDA7A_5E7);
     for i in (1..train_set.len()).rev() {
@@ -89,14 +101,20 @@ mod tests {
     use super::*;
 
     fn write(lines: &[&str]) -> PathBuf {
-        let path = std::env::temp_dir().join(format!("verifine-dataset-{}-{}.jsonl", std::process::id(), lines.len()));
+        let path = std::env::temp_dir().join(format!(
+            "verifine-dataset-{}-{}.jsonl",
+            std::process::id(),
+            lines.len()
+        ));
         std::fs::write(&path, lines.join("\n")).unwrap();
         path
     }
 
     #[test]
     fn reads_gsm8k_rows_without_calculator_annotations() {
-        let path = write(&["{\"question\": \"Ann has 3 bags of 4 apples. How many?\", \"answer\": \"3*4=<<3*4=12>>12 apples\\n#### 1,200\"}"]);
+        let path = write(&[
+            "{\"question\": \"Ann has 3 bags of 4 apples. How many?\", \"answer\": \"3*4=<<3*4=12>>12 apples\\n#### 1,200\"}",
+        ]);
         let problems = read_problems(&path).unwrap();
         assert_eq!(problems[0].answer, 1200);
         assert_eq!(problems[0].solution, "3*4=12 apples\n#### 1200");
@@ -121,11 +139,19 @@ mod tests {
             eprintln!("skipped: {} is not here", root.display());
             return;
         }
-        let dataset = DatasetConfig { train: root.join("train.jsonl"), test: root.join("test.jsonl") };
+        let dataset = DatasetConfig {
+            train: root.join("train.jsonl"),
+            test: root.join("test.jsonl"),
+        };
         let (train, test) = splits(&dataset, 0, 100_000, 100_000).unwrap();
         assert_eq!((train.len(), test.len()), (7473, 1319));
         for p in train.iter().chain(&test) {
-            assert_eq!(math_answer::answer::reference_answer(&p.solution), Some(p.answer as f64), "{}", p.solution);
+            assert_eq!(
+                math_answer::answer::reference_answer(&p.solution),
+                Some(p.answer as f64),
+                "{}",
+                p.solution
+            );
         }
     }
 }

@@ -6,10 +6,10 @@
 
 use crate::error::{Result, TrainError, ensure};
 use std::path::Path;
+use std::sync::Arc;
 use tokenizers::models::TrainerWrapper;
 use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-use std::sync::Arc;
 use tokenizers::{AddedToken, Tokenizer};
 use verifine_models::{ChatTemplate, Message, Pretrained, Role, TextTokenizer};
 
@@ -120,7 +120,10 @@ impl ChatTokenizer {
         let follow_up = follow_up_template(&template, &end_text)?;
         Ok(ChatTokenizer {
             format: ChatFormat::Template {
-                tokenizer: Arc::new(PretrainedText { tokenizer, template }),
+                tokenizer: Arc::new(PretrainedText {
+                    tokenizer,
+                    template,
+                }),
                 follow_up,
             },
             pad,
@@ -131,7 +134,11 @@ impl ChatTokenizer {
     /// Writes `tokenizer.json` through a temporary file and a rename.
     pub fn save(&self, path: &Path) -> Result<()> {
         let ChatFormat::Own { inner, .. } = &self.format else {
-            let json = self.pretrained_text()?.tokenizer.to_tokenizer_json().map_err(model_error)?;
+            let json = self
+                .pretrained_text()?
+                .tokenizer
+                .to_tokenizer_json()
+                .map_err(model_error)?;
             return verifine_base::write_atomically(path, |w| w.write_all(json.as_bytes()))
                 .map_err(Into::into);
         };
@@ -145,7 +152,9 @@ impl ChatTokenizer {
     fn pretrained_text(&self) -> Result<&PretrainedText> {
         match &self.format {
             ChatFormat::Template { tokenizer, .. } => Ok(tokenizer),
-            ChatFormat::Own { .. } => Err(TrainError::Tokenizer("not a pretrained tokenizer".into())),
+            ChatFormat::Own { .. } => {
+                Err(TrainError::Tokenizer("not a pretrained tokenizer".into()))
+            }
         }
     }
 
@@ -167,7 +176,9 @@ impl ChatTokenizer {
                     .map_err(|e| TrainError::Tokenizer(format!("encoding: {e}")))?;
                 Ok(encoding.get_ids().to_vec())
             }
-            ChatFormat::Template { tokenizer, .. } => tokenizer.tokenizer.encode(text).map_err(model_error),
+            ChatFormat::Template { tokenizer, .. } => {
+                tokenizer.tokenizer.encode(text).map_err(model_error)
+            }
         }
     }
 
@@ -177,7 +188,9 @@ impl ChatTokenizer {
             ChatFormat::Own { inner, .. } => inner
                 .decode(ids, true)
                 .map_err(|e| TrainError::Tokenizer(format!("decoding: {e}"))),
-            ChatFormat::Template { tokenizer, .. } => tokenizer.tokenizer.decode(ids, true).map_err(model_error),
+            ChatFormat::Template { tokenizer, .. } => {
+                tokenizer.tokenizer.decode(ids, true).map_err(model_error)
+            }
         }
     }
 
@@ -186,7 +199,9 @@ impl ChatTokenizer {
     /// prompt.
     pub fn prompt_ids(&self, prompt: &str) -> Result<Vec<u32>> {
         match &self.format {
-            ChatFormat::Own { user, assistant, .. } => {
+            ChatFormat::Own {
+                user, assistant, ..
+            } => {
                 let mut ids = vec![*user];
                 ids.extend(self.encode(prompt)?);
                 ids.extend([self.end, *assistant]);
@@ -207,9 +222,10 @@ impl ChatTokenizer {
     pub fn follow_up_ids(&self, prompt: &str) -> Result<Vec<u32>> {
         match &self.format {
             ChatFormat::Own { .. } => self.prompt_ids(prompt),
-            ChatFormat::Template { follow_up: (before, after), .. } => {
-                self.encode(&format!("{before}{prompt}{after}"))
-            }
+            ChatFormat::Template {
+                follow_up: (before, after),
+                ..
+            } => self.encode(&format!("{before}{prompt}{after}")),
         }
     }
 
@@ -276,7 +292,10 @@ mod tests {
         let text = "Ann has 12 apples.\n12 + 7 = 19\n#### 19";
         assert_eq!(tok.decode(&tok.encode(text).unwrap()).unwrap(), text);
         let prompt = tok.prompt_ids("What is 2 + 2?").unwrap();
-        let ChatFormat::Own { user, assistant, .. } = &tok.format else {
+        let ChatFormat::Own {
+            user, assistant, ..
+        } = &tok.format
+        else {
             panic!("own tokenizer")
         };
         assert_eq!(prompt[0], *user);

@@ -63,12 +63,13 @@ fn write_base(dir: &Path, seed: f64) {
         .map(String::from)
         .collect();
     tokens.sort();
-    let vocab: serde_json::Map<String, serde_json::Value> =
-        tokens.iter().enumerate().map(|(i, t)| (t.clone(), json!(i))).collect();
+    let vocab: serde_json::Map<String, serde_json::Value> = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), json!(i)))
+        .collect();
     let (start, end) = (tokens.len(), tokens.len() + 1);
-    let special = |id: usize, content: &str| {
-        json!({"id": id, "content": content, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true})
-    };
+    let special = |id: usize, content: &str| json!({"id": id, "content": content, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true});
     let tokenizer = json!({
         "version": "1.0", "truncation": null, "padding": null,
         "added_tokens": [special(start, "<|im_start|>"), special(end, "<|im_end|>")],
@@ -118,7 +119,10 @@ fn config(base: &Path) -> TrainConfig {
         dropout: 0.0,
         target_modules: vec![LoraModule::Query, LoraModule::Value, LoraModule::Down],
     });
-    config.model.freeze = FreezeConfig { embeddings: true, layers: 0 };
+    config.model.freeze = FreezeConfig {
+        embeddings: true,
+        layers: 0,
+    };
     config.grpo.optim.learning_rate = 1e-2;
     config.sft.optim.learning_rate = 1e-2;
     config
@@ -130,7 +134,16 @@ fn logits(decoder: &Decoder) -> Tensor {
 }
 
 fn gap(a: &Tensor, b: &Tensor) -> f32 {
-    (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
+    (a - b)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar()
+        .unwrap()
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -150,24 +163,62 @@ fn a_lora_run_exports_a_checkpoint_that_computes_what_it_trained() {
     let original = Pretrained::load(&base, &Device::Cpu).unwrap();
     let varmap = VarMap::new();
     let plan = config.model.trainable_plan();
-    let trained = Decoder::from_pretrained(&original.spec, &original.weights, 64, &plan, &varmap, config.seed).unwrap();
+    let trained = Decoder::from_pretrained(
+        &original.spec,
+        &original.weights,
+        64,
+        &plan,
+        &varmap,
+        config.seed,
+    )
+    .unwrap();
     load_matching_weights(&varmap, &run.join("model.safetensors"), &Device::Cpu).unwrap();
     // The exported checkpoint, merged, read back as any checkpoint is.
     let exported = Pretrained::load(&run.join("hf"), &Device::Cpu).unwrap();
     assert_eq!(exported.spec, original.spec);
-    let frozen = verifine_train::model::TrainablePlan { freeze_embeddings: true, freeze_layers: 2, lora: None };
-    let merged = Decoder::from_pretrained(&exported.spec, &exported.weights, 64, &frozen, &VarMap::new(), 0).unwrap();
-    let base_only = Decoder::from_pretrained(&original.spec, &original.weights, 64, &frozen, &VarMap::new(), 0).unwrap();
+    let frozen = verifine_train::model::TrainablePlan {
+        freeze_embeddings: true,
+        freeze_layers: 2,
+        lora: None,
+    };
+    let merged = Decoder::from_pretrained(
+        &exported.spec,
+        &exported.weights,
+        64,
+        &frozen,
+        &VarMap::new(),
+        0,
+    )
+    .unwrap();
+    let base_only = Decoder::from_pretrained(
+        &original.spec,
+        &original.weights,
+        64,
+        &frozen,
+        &VarMap::new(),
+        0,
+    )
+    .unwrap();
     assert!(gap(&logits(&trained), &logits(&merged)) < 1e-4);
-    assert!(gap(&logits(&trained), &logits(&base_only)) > 1e-3, "training changed nothing");
+    assert!(
+        gap(&logits(&trained), &logits(&base_only)) > 1e-3,
+        "training changed nothing"
+    );
     // Projections LoRA did not target keep the base's weights exactly.
     let name = "model.layers.1.self_attn.k_proj.weight";
     assert_eq!(gap(&exported.weights[name], &original.weights[name]), 0.0);
-    let adapter: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("adapter/adapter_config.json")).unwrap()).unwrap();
+    let adapter: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("adapter/adapter_config.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(adapter["r"], 4);
-    assert_eq!(adapter["target_modules"], json!(["q_proj", "v_proj", "down_proj"]));
-    let tensors = candle_core::safetensors::load(run.join("adapter/adapter_model.safetensors"), &Device::Cpu).unwrap();
+    assert_eq!(
+        adapter["target_modules"],
+        json!(["q_proj", "v_proj", "down_proj"])
+    );
+    let tensors =
+        candle_core::safetensors::load(run.join("adapter/adapter_model.safetensors"), &Device::Cpu)
+            .unwrap();
     assert_eq!(tensors.len(), 2 * 3 * 2);
     assert_eq!(
         tensors["base_model.model.model.layers.0.mlp.down_proj.lora_A.weight"].dims(),
@@ -215,7 +266,10 @@ fn a_pretrained_run_resumes_exactly_and_refuses_a_changed_base() {
     // Another base under the same path is refused, naming both fingerprints.
     write_base(&base, 0.5);
     let error = resume(&stopped, host()).unwrap_err().to_string();
-    assert!(error.contains("the pretrained model changed since the checkpoint"), "{error}");
+    assert!(
+        error.contains("the pretrained model changed since the checkpoint"),
+        "{error}"
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -69,7 +69,8 @@ enum ModelCommand {
 }
 
 fn load(from: &Path) -> Result<Pretrained> {
-    Pretrained::load(from, &candle_core::Device::Cpu).with_context(|| format!("loading {}", from.display()))
+    Pretrained::load(from, &candle_core::Device::Cpu)
+        .with_context(|| format!("loading {}", from.display()))
 }
 
 /// Runs the subcommand.
@@ -77,13 +78,25 @@ pub fn run(args: ModelArgs) -> Result<()> {
     match args.command {
         ModelCommand::Inspect { from } => {
             let model = load(&from)?;
-            println!("{}", serde_json::to_string_pretty(&model.spec.to_config_json())?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&model.spec.to_config_json())?
+            );
         }
-        ModelCommand::Render { from, messages, no_generation_prompt } => {
+        ModelCommand::Render {
+            from,
+            messages,
+            no_generation_prompt,
+        } => {
             let model = load(&from)?;
-            let text = std::fs::read_to_string(&messages).with_context(|| format!("reading {}", messages.display()))?;
-            let turns: Vec<Message> = serde_json::from_str(&text).with_context(|| format!("{}", messages.display()))?;
-            let template = model.chat_template.as_ref().with_context(|| format!("{} has no chat template", from.display()))?;
+            let text = std::fs::read_to_string(&messages)
+                .with_context(|| format!("reading {}", messages.display()))?;
+            let turns: Vec<Message> =
+                serde_json::from_str(&text).with_context(|| format!("{}", messages.display()))?;
+            let template = model
+                .chat_template
+                .as_ref()
+                .with_context(|| format!("{} has no chat template", from.display()))?;
             print!("{}", template.render(&turns, !no_generation_prompt)?);
         }
         ModelCommand::Tokenize { from, input } => {
@@ -92,16 +105,32 @@ pub fn run(args: ModelArgs) -> Result<()> {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             for text in texts {
                 use std::io::Write as _;
-                writeln!(out, "{}", serde_json::to_string(&model.tokenizer.encode(&text)?)?)?;
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string(&model.tokenizer.encode(&text)?)?
+                )?;
             }
         }
-        ModelCommand::Logits { from, run, text, chat, output } => {
+        ModelCommand::Logits {
+            from,
+            run,
+            text,
+            chat,
+            output,
+        } => {
             let (from, plan, trained) = match (from, run) {
                 (Some(from), _) => (from, None, None),
                 (None, Some(run)) => {
                     let config = verifine_train::checkpointed_config(&run)?;
-                    let from = config.model.from.clone().with_context(|| format!("{} did not train a pretrained policy", run.display()))?;
-                    (from, Some((config.model.trainable_plan(), config.seed)), Some(run.join("model.safetensors")))
+                    let from = config.model.from.clone().with_context(|| {
+                        format!("{} did not train a pretrained policy", run.display())
+                    })?;
+                    (
+                        from,
+                        Some((config.model.trainable_plan(), config.seed)),
+                        Some(run.join("model.safetensors")),
+                    )
                 }
                 (None, None) => unreachable!("clap requires --from or --run"),
             };
@@ -109,7 +138,10 @@ pub fn run(args: ModelArgs) -> Result<()> {
             let text = match chat {
                 false => text,
                 true => {
-                    let template = model.chat_template.as_ref().with_context(|| format!("{} has no chat template", from.display()))?;
+                    let template = model
+                        .chat_template
+                        .as_ref()
+                        .with_context(|| format!("{} has no chat template", from.display()))?;
                     template.render(&[Message::new(verifine_models::Role::User, text)], true)?
                 }
             };
@@ -122,7 +154,14 @@ pub fn run(args: ModelArgs) -> Result<()> {
             };
             let (plan, seed) = plan.unwrap_or((frozen, 0));
             let varmap = candle_nn::VarMap::new();
-            let decoder = Decoder::from_pretrained(&model.spec, &model.weights, ids.len(), &plan, &varmap, seed)?;
+            let decoder = Decoder::from_pretrained(
+                &model.spec,
+                &model.weights,
+                ids.len(),
+                &plan,
+                &varmap,
+                seed,
+            )?;
             let device = candle_core::Device::Cpu;
             if let Some(trained) = trained {
                 verifine_train::model::load_matching_weights(&varmap, &trained, &device)?;
@@ -130,7 +169,10 @@ pub fn run(args: ModelArgs) -> Result<()> {
             let input = candle_core::Tensor::new(ids.as_slice(), &device)?.unsqueeze(0)?;
             let logits = decoder.forward(&input, None)?.squeeze(0)?;
             let mut weights = verifine_models::Weights::new();
-            weights.insert("ids".into(), candle_core::Tensor::new(ids.as_slice(), &device)?);
+            weights.insert(
+                "ids".into(),
+                candle_core::Tensor::new(ids.as_slice(), &device)?,
+            );
             weights.insert("logits".into(), logits);
             save_raw(&weights, &output)?;
             println!("{} tokens -> {}", ids.len(), output.display());
@@ -141,6 +183,12 @@ pub fn run(args: ModelArgs) -> Result<()> {
 
 /// Writes tensors of any dtype (ids stay u32).
 fn save_raw(tensors: &verifine_models::Weights, path: &Path) -> Result<()> {
-    candle_core::safetensors::save(&tensors.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), path)
-        .with_context(|| format!("writing {}", path.display()))
+    candle_core::safetensors::save(
+        &tensors
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        path,
+    )
+    .with_context(|| format!("writing {}", path.display()))
 }

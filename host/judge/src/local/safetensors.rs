@@ -20,7 +20,10 @@ pub fn spec(dir: &Path) -> Result<DecoderSpec> {
 /// Loads the decoder of the checkpoint in `dir`.
 pub fn load(dir: &Path, spec: &DecoderSpec, device: &Device) -> Result<JudgeDecoder> {
     if spec.rope_scaling.is_some() {
-        return Err(format!("{}: rope_scaling is not supported by the judge decoder yet", dir.display()));
+        return Err(format!(
+            "{}: rope_scaling is not supported by the judge decoder yet",
+            dir.display()
+        ));
     }
     let mut tensors = weights::load_safetensors_dir(dir, device).map_err(|e| e.to_string())?;
     weights::check_shapes(spec, &mut tensors, dir).map_err(|e| e.to_string())?;
@@ -35,7 +38,11 @@ pub fn load(dir: &Path, spec: &DecoderSpec, device: &Device) -> Result<JudgeDeco
         let n = block_names(i);
         let bias = |t: Result<Tensor>| t.ok();
         let (q_bias, k_bias, v_bias) = match spec.attention_bias {
-            true => (bias(take(&n.q_bias)), bias(take(&n.k_bias)), bias(take(&n.v_bias))),
+            true => (
+                bias(take(&n.q_bias)),
+                bias(take(&n.k_bias)),
+                bias(take(&n.v_bias)),
+            ),
             false => (None, None, None),
         };
         layers.push(Layer {

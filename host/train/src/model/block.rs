@@ -24,7 +24,11 @@ pub(super) struct Linear {
 impl Linear {
     /// A projection without adapter.
     pub fn plain(weight: Tensor) -> Self {
-        Linear { weight, adapter: None, frozen: false }
+        Linear {
+            weight,
+            adapter: None,
+            frozen: false,
+        }
     }
 
     /// `x · wᵀ` for token rows `x` (`[rows, in]`): one 2-D product, so the
@@ -55,12 +59,19 @@ impl Linear {
         })
     }
 
-    fn try_map(&self, f: &impl Fn(&Tensor) -> candle_core::Result<Tensor>) -> candle_core::Result<Linear> {
+    fn try_map(
+        &self,
+        f: &impl Fn(&Tensor) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<Linear> {
         Ok(Linear {
             weight: f(&self.weight)?,
             adapter: match &self.adapter {
                 None => None,
-                Some(a) => Some(Adapter { a: f(&a.a)?, b: f(&a.b)?, scale: a.scale }),
+                Some(a) => Some(Adapter {
+                    a: f(&a.a)?,
+                    b: f(&a.b)?,
+                    scale: a.scale,
+                }),
             },
             frozen: self.frozen,
         })
@@ -84,7 +95,10 @@ pub(super) struct Block {
 
 impl Block {
     /// The block with `f` applied to every tensor (adapters included).
-    pub fn try_map(&self, f: impl Fn(&Tensor) -> candle_core::Result<Tensor>) -> candle_core::Result<Block> {
+    pub fn try_map(
+        &self,
+        f: impl Fn(&Tensor) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<Block> {
         Ok(Block {
             attn_norm: f(&self.attn_norm)?,
             q: self.q.try_map(&f)?,
@@ -106,8 +120,13 @@ impl Block {
     /// storage of its own (no graph, unaffected by later updates).
     pub fn merged_copy(&self) -> candle_core::Result<Block> {
         let merge = |l: &Linear| -> candle_core::Result<Linear> {
-            let weight = l.merged().map_err(|e| candle_core::Error::Msg(e.to_string()))?;
-            Ok(Linear { frozen: true, ..Linear::plain(weight.detach().copy()?) })
+            let weight = l
+                .merged()
+                .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+            Ok(Linear {
+                frozen: true,
+                ..Linear::plain(weight.detach().copy()?)
+            })
         };
         let copy = |t: &Tensor| t.detach().copy();
         Ok(Block {

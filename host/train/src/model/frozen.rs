@@ -15,7 +15,9 @@ pub(super) fn frozen_linear(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
     if !fused_path(x) || weight.dtype() != x.dtype() || x.rank() != 2 {
         return Ok(x.matmul(&weight.detach().t()?)?);
     }
-    Ok(x.contiguous()?.apply_op1(FrozenLinear { weight: weight.detach() })?)
+    Ok(x.contiguous()?.apply_op1(FrozenLinear {
+        weight: weight.detach(),
+    })?)
 }
 
 struct FrozenLinear {
@@ -27,13 +29,20 @@ impl CustomOp1 for FrozenLinear {
         "verifine-frozen-linear"
     }
 
-    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
         let x = data::<f32>(storage, layout)?;
         let (rows, _) = layout.shape().dims2()?;
         let x = Tensor::from_slice(x, layout.shape(), self.weight.device())?;
         let y = x.matmul(&self.weight.t()?)?;
         let out = self.weight.dim(0)?;
-        Ok((CpuStorage::F32(y.flatten_all()?.to_vec1()?), Shape::from((rows, out))))
+        Ok((
+            CpuStorage::F32(y.flatten_all()?.to_vec1()?),
+            Shape::from((rows, out)),
+        ))
     }
 
     fn bwd(&self, _x: &Tensor, _y: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
@@ -54,12 +63,34 @@ mod tests {
         let fused = frozen_linear(x.as_tensor(), &w).unwrap();
         let plain = x.as_tensor().matmul(&w.t().unwrap()).unwrap();
         let gap = |a: &Tensor, b: &Tensor| {
-            (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap()
+            (a - b)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap()
         };
         assert!(gap(&fused, &plain) < 1e-5);
         let upstream = Tensor::randn(0f32, 1.0, (5, 3), &device).unwrap();
-        let g_fused = (&fused * &upstream).unwrap().sum_all().unwrap().backward().unwrap();
-        let g_plain = (&plain * &upstream).unwrap().sum_all().unwrap().backward().unwrap();
-        assert!(gap(g_fused.get(x.as_tensor()).unwrap(), g_plain.get(x.as_tensor()).unwrap()) < 1e-5);
+        let g_fused = (&fused * &upstream)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        let g_plain = (&plain * &upstream)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        assert!(
+            gap(
+                g_fused.get(x.as_tensor()).unwrap(),
+                g_plain.get(x.as_tensor()).unwrap()
+            ) < 1e-5
+        );
     }
 }

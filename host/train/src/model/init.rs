@@ -33,7 +33,6 @@ impl Decoder {
         }
         Ok(())
     }
-
 }
 
 pub(super) fn fnv1a(text: &str) -> u64 {

@@ -32,10 +32,10 @@ pub use layers::token_log_probs;
 pub use weights::{load_matching_weights, load_weights, save_weights, sorted_vars};
 
 use crate::error::{Result, ensure};
+use block::{Block, Linear};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder, VarMap};
 use heads::{HeadLayout, to_heads, to_rows};
-use block::{Block, Linear};
 use layers::{attention_mask, linear, rms_norm, rotary_tables};
 pub use pretrained::{LoraConfig, LoraModule, TrainablePlan};
 use serde::{Deserialize, Serialize};
@@ -426,7 +426,11 @@ impl Decoder {
         let group = heads / kv_heads;
         let hn = rms_norm(x, &block.attn_norm, self.config.rms_eps)?;
         let rotary = Some((cos, sin));
-        let (mut q, mut k, mut v) = (block.q.forward(&hn)?, block.k.forward(&hn)?, block.v.forward(&hn)?);
+        let (mut q, mut k, mut v) = (
+            block.q.forward(&hn)?,
+            block.k.forward(&hn)?,
+            block.v.forward(&hn)?,
+        );
         if let Some([qb, kb, vb]) = &block.biases {
             q = q.broadcast_add(qb)?;
             k = k.broadcast_add(kb)?;

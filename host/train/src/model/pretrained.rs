@@ -9,13 +9,13 @@
 
 use super::block::{Adapter, Block, Linear};
 use super::init::fnv1a;
-use std::cell::RefCell;
 use super::layers::rotary_tables;
 use super::{Decoder, ModelConfig};
 use crate::error::{Result, ensure};
 use candle_core::{Tensor, Var};
 use candle_nn::VarMap;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use verifine_base::SplitMix64;
 use verifine_models::weights::{EMBED, FINAL_NORM, LM_HEAD, block_names};
 use verifine_models::{DecoderSpec, Weights};
@@ -129,7 +129,10 @@ impl TrainablePlan {
                 "[model.lora] dropout = {} is not supported yet (only 0)",
                 lora.dropout
             );
-            ensure!(!lora.target_modules.is_empty(), "[model.lora] target_modules is empty");
+            ensure!(
+                !lora.target_modules.is_empty(),
+                "[model.lora] target_modules is empty"
+            );
         }
         ensure!(
             self.freeze_layers <= layers,
@@ -163,9 +166,9 @@ impl Decoder {
         // Variables are registered once the decoder is built.
         let vars: RefCell<Vec<(String, Var)>> = RefCell::new(Vec::new());
         let take = |hf: &str, own: &str, trainable: bool| -> Result<Tensor> {
-            let tensor = weights
-                .get(hf)
-                .ok_or_else(|| crate::error::TrainError::Invalid(format!("the pretrained weights lack {hf}")))?;
+            let tensor = weights.get(hf).ok_or_else(|| {
+                crate::error::TrainError::Invalid(format!("the pretrained weights lack {hf}"))
+            })?;
             if !trainable {
                 return Ok(tensor.clone());
             }
@@ -188,7 +191,9 @@ impl Decoder {
             let projection = |module: LoraModule, hf: &str| -> Result<Linear> {
                 let weight = take(hf, &own(module.own_name()), trains)?;
                 let adapter = match &plan.lora {
-                    Some(lora) if layer >= plan.freeze_layers && lora.target_modules.contains(&module) => {
+                    Some(lora)
+                        if layer >= plan.freeze_layers && lora.target_modules.contains(&module) =>
+                    {
                         let (out, input) = weight.dims2()?;
                         let name = own(module.own_name());
                         let bound = 1.0 / (input as f64).sqrt();
@@ -209,7 +214,11 @@ impl Decoder {
                     }
                     _ => None,
                 };
-                Ok(Linear { weight, adapter, frozen: !trains })
+                Ok(Linear {
+                    weight,
+                    adapter,
+                    frozen: !trains,
+                })
             };
             let q = projection(LoraModule::Query, &n.q)?;
             let k = projection(LoraModule::Key, &n.k)?;
@@ -240,7 +249,11 @@ impl Decoder {
             });
         }
         let final_norm = take(FINAL_NORM, "final_norm", full)?;
-        varmap.data().lock().expect("varmap lock").extend(vars.into_inner());
+        varmap
+            .data()
+            .lock()
+            .expect("varmap lock")
+            .extend(vars.into_inner());
         let (cos, sin) = rotary_tables(&config, &device)?;
         Ok(Decoder {
             config,
@@ -302,13 +315,19 @@ impl Decoder {
                     LoraModule::Up => &block.up,
                     LoraModule::Down => &block.down,
                 };
-                let Some(adapter) = &linear.adapter else { continue };
-                let parent = if matches!(module, LoraModule::Gate | LoraModule::Up | LoraModule::Down) {
-                    "mlp"
-                } else {
-                    "self_attn"
+                let Some(adapter) = &linear.adapter else {
+                    continue;
                 };
-                let prefix = format!("base_model.model.model.layers.{layer}.{parent}.{}", module.peft_name());
+                let parent =
+                    if matches!(module, LoraModule::Gate | LoraModule::Up | LoraModule::Down) {
+                        "mlp"
+                    } else {
+                        "self_attn"
+                    };
+                let prefix = format!(
+                    "base_model.model.model.layers.{layer}.{parent}.{}",
+                    module.peft_name()
+                );
                 let f32 = |t: &Tensor| t.detach().to_dtype(candle_core::DType::F32);
                 out.insert(format!("{prefix}.lora_A.weight"), f32(&adapter.a)?);
                 out.insert(format!("{prefix}.lora_B.weight"), f32(&adapter.b)?);

@@ -494,7 +494,10 @@ impl Run {
         };
         // The answers GRPO starts from, beside the final ones, so the gain
         // can be measured per problem.
-        write_jsonl(&self.run_dir.join("heldout_answers_sft.jsonl"), &evaluated.answers)?;
+        write_jsonl(
+            &self.run_dir.join("heldout_answers_sft.jsonl"),
+            &evaluated.answers,
+        )?;
         self.accuracy_sft = Some(evaluated.evaluation);
         if self.config.grpo.steps == 0 {
             // Without GRPO this is also the final evaluation: one line, one run.

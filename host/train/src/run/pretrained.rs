@@ -34,7 +34,10 @@ impl Base {
         );
         let fingerprint = fingerprint(from)?;
         let model = Pretrained::load(from, device)?;
-        config.model.trainable_plan().validate(model.spec.num_layers)?;
+        config
+            .model
+            .trainable_plan()
+            .validate(model.spec.num_layers)?;
         tracing::info!(from = %from.display(), layers = model.spec.num_layers, hidden = model.spec.hidden_size, "pretrained policy");
         Ok(Some(Base { model, fingerprint }))
     }
@@ -53,14 +56,23 @@ impl Base {
 
     /// Writes `model`'s merged weights as a checkpoint into `run_dir/hf`,
     /// and its LoRA adapters into `run_dir/adapter`.
-    pub(crate) fn export(&self, config: &TrainConfig, model: &Decoder, run_dir: &Path) -> Result<()> {
+    pub(crate) fn export(
+        &self,
+        config: &TrainConfig,
+        model: &Decoder,
+        run_dir: &Path,
+    ) -> Result<()> {
         write_checkpoint(&run_dir.join("hf"), &self.model, &model.merged_weights()?)?;
         if let (Some(lora), Some(adapter)) = (&config.model.lora, model.adapter_weights()?) {
             let adapter_config = AdapterConfig {
                 r: lora.r,
                 alpha: lora.alpha,
                 dropout: lora.dropout,
-                target_modules: lora.target_modules.iter().map(|m| m.peft_name().to_string()).collect(),
+                target_modules: lora
+                    .target_modules
+                    .iter()
+                    .map(|m| m.peft_name().to_string())
+                    .collect(),
                 base_model: std::fs::canonicalize(&self.model.source)
                     .unwrap_or_else(|_| self.model.source.clone())
                     .display()
@@ -89,8 +101,13 @@ pub(crate) fn fingerprint(path: &Path) -> Result<String> {
         files.push(path.to_path_buf());
     }
     for file in files {
-        hasher.update(file.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
-        let mut reader = std::fs::File::open(&file).map_err(|e| TrainError::io("opening", &file, e))?;
+        hasher.update(
+            file.file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or_default(),
+        );
+        let mut reader =
+            std::fs::File::open(&file).map_err(|e| TrainError::io("opening", &file, e))?;
         std::io::copy(&mut reader, &mut hasher).map_err(|e| TrainError::io("reading", &file, e))?;
     }
     Ok(format!("{:x}", hasher.finalize()))
