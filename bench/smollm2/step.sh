@@ -12,7 +12,7 @@ lora="${2:-16}"
 python="${VERIFINE_PYTHON:-python3}"
 gguf=$("$root/models/fetch.sh" smollm2)
 hf="$root/target/smollm2-hf"
-[ -f "$hf/model.safetensors" ] || "$python" "$here/convert.py" "$gguf" "$hf" >/dev/null 2>&1
+[ -f "$hf/model.safetensors" ] || "$python" "$here/convert.py" "$gguf" "$hf" >/dev/null
 shape=(--batch 32 --prompt 40 --completion 64 --iters 3 --warmup 1)
 lora_flag=(); [ "$lora" != 0 ] && lora_flag=(--lora "$lora")
 candle=$(cd "$root" && RAYON_NUM_THREADS="$threads" cargo bench -q -p verifine-train --bench grpo_step -- \
