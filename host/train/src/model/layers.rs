@@ -21,14 +21,18 @@ pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> 
 
 /// cos and sin tables `[max_seq_len, head_dim / 2]`, as `rope_slow` takes them.
 pub(super) fn rotary_tables(config: &ModelConfig, device: &Device) -> Result<(Tensor, Tensor)> {
-    let inv_freq: Vec<f32> = verifine_models::config::inverse_frequencies(
-        config.rope_theta,
-        config.head_dim(),
-        config.rope_scaling,
-    )
-    .into_iter()
-    .map(|f| f as f32)
-    .collect();
+    let dim = config.head_dim();
+    let inv_freq: Vec<f32> = match config.rope_scaling {
+        None => (0..dim / 2)
+            .map(|i| 1.0 / config.rope_theta.powf(2.0 * i as f64 / dim as f64) as f32)
+            .collect(),
+        Some(scaling) => {
+            verifine_models::config::inverse_frequencies(config.rope_theta, dim, Some(scaling))
+                .into_iter()
+                .map(|f| f as f32)
+                .collect()
+        }
+    };
     let inv_freq = Tensor::new(inv_freq.as_slice(), device)?;
     let positions = Tensor::arange(0u32, config.max_seq_len as u32, device)?
         .to_dtype(DType::F32)?
