@@ -17,6 +17,7 @@
 //! variables but records no graph, and [`KvCache`] keeps past keys and values.
 
 mod block;
+mod dtype;
 mod frozen;
 mod fused;
 mod heads;
@@ -35,6 +36,7 @@ use crate::error::{Result, ensure};
 use block::{Block, Linear};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder, VarMap};
+pub use dtype::ComputeDType;
 use heads::{HeadLayout, to_heads, to_rows};
 use layers::{attention_mask, linear, rms_norm, rotary_tables};
 pub use pretrained::{LoraConfig, LoraModule, TrainablePlan};
@@ -43,30 +45,6 @@ use serde::{Deserialize, Serialize};
 /// Added to attention scores of masked positions: finite, so a fully masked
 /// row (padding) gives a uniform distribution instead of NaN.
 pub const MASKED: f32 = -1e9;
-
-/// Precision of the forward and backward passes. Variables and optimizer
-/// state are always f32 ("master weights"); with `bf16` each pass works on a
-/// bf16 copy whose gradients flow back to the f32 variables through the cast.
-/// Norms, softmax and log-softmax run in f32 either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ComputeDType {
-    /// Full precision (the CPU default).
-    #[default]
-    F32,
-    /// bfloat16 matrix work (meant for GPUs).
-    Bf16,
-}
-
-impl ComputeDType {
-    /// The candle dtype.
-    pub fn dtype(self) -> DType {
-        match self {
-            ComputeDType::F32 => DType::F32,
-            ComputeDType::Bf16 => DType::BF16,
-        }
-    }
-}
 
 /// Sizes of a decoder, from tiny (tests) to 0.5B-class (GPU).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
