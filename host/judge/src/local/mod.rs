@@ -16,6 +16,7 @@
 //! here and is ignored (the plugin parses what it gets, as with any model).
 
 mod decode;
+mod gguf_load;
 pub mod model;
 pub mod safetensors;
 pub mod tiny;
