@@ -24,6 +24,7 @@ mod heads;
 mod init;
 mod layers;
 mod pretrained;
+mod rms_norm;
 mod swiglu;
 #[cfg(test)]
 mod tests;
