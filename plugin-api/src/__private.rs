@@ -1,0 +1,124 @@
+//! Generated bindings and the glue [`export_plugin!`](crate::export_plugin) expands to.
+
+use super::*;
+
+pub mod rubric {
+    wit_bindgen::generate!({
+        world: "rubric",
+        path: "wit/v0.2",
+        pub_export_macro: true,
+        export_macro_name: "export_rubric_world",
+        default_bindings_module: "verifine_plugin_api::__private::rubric",
+        // The native fast path carries these records as JSON.
+        additional_derives: [serde::Serialize, serde::Deserialize],
+    });
+}
+
+pub mod aggregator {
+    wit_bindgen::generate!({
+        world: "aggregator",
+        path: "wit/v0.2",
+        pub_export_macro: true,
+        export_macro_name: "export_aggregator_world",
+        default_bindings_module: "verifine_plugin_api::__private::aggregator",
+        with: {
+            "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
+            "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
+        },
+    });
+}
+
+pub mod curriculum {
+    wit_bindgen::generate!({
+        world: "curriculum",
+        path: "wit/v0.2",
+        pub_export_macro: true,
+        export_macro_name: "export_curriculum_world",
+        default_bindings_module: "verifine_plugin_api::__private::curriculum",
+        with: {
+            "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
+            "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
+        },
+    });
+}
+
+pub mod trigger {
+    wit_bindgen::generate!({
+        world: "trigger",
+        path: "wit/v0.2",
+        pub_export_macro: true,
+        export_macro_name: "export_trigger_world",
+        default_bindings_module: "verifine_plugin_api::__private::trigger",
+        with: {
+            "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
+            "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
+        },
+    });
+}
+
+/// Parses the plugin's config once per call.
+fn config<C: DeserializeOwned + Default>(ctx: &Context) -> Result<C, String> {
+    let text = ctx.config.trim();
+    if text.is_empty() || text == "{}" || text == "null" {
+        return Ok(C::default());
+    }
+    serde_json::from_str(text).map_err(|e| format!("invalid plugin config: {e}"))
+}
+
+pub fn judge<R: Rubric>(ctx: Context, samples: Vec<Sample>) -> Vec<Result<Judgment, String>> {
+    match config::<R::Config>(&ctx) {
+        Ok(config) => R::judge_batch(&config, &ctx, &samples),
+        Err(e) => samples.iter().map(|_| Err(e.clone())).collect(),
+    }
+}
+
+pub fn aggregate<A: Aggregator>(
+    ctx: Context,
+    items: Vec<Scoring>,
+) -> Vec<Result<Option<f64>, String>> {
+    match config::<A::Config>(&ctx) {
+        Ok(config) => A::aggregate_batch(&config, &ctx, &items),
+        Err(e) => items.iter().map(|_| Err(e.clone())).collect(),
+    }
+}
+
+pub fn select<C: Curriculum>(
+    ctx: Context,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<CurriculumDecision>, String> {
+    C::select(&config::<C::Config>(&ctx)?, &ctx, &candidates)
+}
+
+pub fn check<T: Trigger>(
+    ctx: Context,
+    history: Vec<MonitorPoint>,
+) -> Result<TriggerDecision, String> {
+    T::check(&config::<T::Config>(&ctx)?, &ctx, &history)
+}
+
+pub const fn joined_len(parts: &[&str]) -> usize {
+    let mut len = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        len += parts[i].len();
+        i += 1;
+    }
+    len
+}
+
+pub const fn join<const N: usize>(parts: &[&str]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut at = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        let bytes = parts[i].as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            out[at] = bytes[j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
