@@ -19,7 +19,17 @@ fn repo() -> PathBuf {
 }
 
 /// The chroot holding llama-server, or why the test cannot run.
+///
+/// The tests run in parallel and each starts a server that maps
+/// `models/tiny.gguf`: the model is written once per test process, to a
+/// temporary name renamed into place, so no running server ever sees the
+/// file rewritten under it (that killed a server mid-test in CI).
 fn setup() -> Result<PathBuf, String> {
+    static ONCE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    ONCE.get_or_init(prepare_chroot).clone()
+}
+
+fn prepare_chroot() -> Result<PathBuf, String> {
     let root = std::env::var("VERIFINE_LLAMA_ROOT").map_err(|_| {
         "VERIFINE_LLAMA_ROOT is not set (bench/llama-server/test.sh sets it)".to_string()
     })?;
@@ -29,15 +39,25 @@ fn setup() -> Result<PathBuf, String> {
     }
     let model = root.join("models/tiny.gguf");
     std::fs::create_dir_all(model.parent().unwrap()).map_err(|e| e.to_string())?;
+    let partial = model.with_extension(format!("gguf.{}.partial", std::process::id()));
     let status = Command::new("python3")
         .arg(repo().join("bench/llama-server/tiny_gguf.py"))
-        .arg(&model)
+        .arg(&partial)
         .status()
         .map_err(|e| format!("python3: {e}"))?;
     if !status.success() {
         return Err("tiny_gguf.py failed (is the `gguf` package installed?)".into());
     }
+    std::fs::rename(&partial, &model).map_err(|e| format!("{}: {e}", model.display()))?;
     Ok(root)
+}
+
+/// Where a server's own output goes, so that a server that dies mid-test
+/// leaves its reason behind.
+fn server_log(port: u16) -> Stdio {
+    let path = std::env::temp_dir().join(format!("verifine-llama-server-{port}.log"));
+    eprintln!("llama-server on port {port} logs to {}", path.display());
+    std::fs::File::create(&path).map_or(Stdio::null(), Stdio::from)
 }
 
 /// A running llama-server on `port`, stopped when dropped.
@@ -56,7 +76,7 @@ impl Server {
             ])
             .args(["--port", &port.to_string(), "-c", "16384", "--threads", "1"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(server_log(port))
             .spawn()
             .expect("chroot llama-server starts");
         let deadline = Instant::now() + Duration::from_secs(60);
