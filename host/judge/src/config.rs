@@ -60,8 +60,8 @@ pub enum BackendConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LocalConfig {
-    /// The `.gguf` file (llama or qwen2 architecture, SentencePiece
-    /// vocabulary), or the checkpoint directory; relative paths are
+    /// The `.gguf` file (llama, qwen2 or gemma3 architecture; SentencePiece
+    /// or GPT-2 BPE vocabulary), or the checkpoint directory; relative paths are
     /// resolved against the config file.
     pub path: PathBuf,
     /// How the system and user messages become one prompt.
@@ -79,8 +79,12 @@ pub struct LocalConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PromptTemplate {
-    /// `<|im_start|>role\n…<|im_end|>` turns, ending with the assistant's.
+    /// The model's own chat template (GGUF `tokenizer.chat_template`,
+    /// `chat_template.jinja`, `tokenizer_config.json`), rendered as
+    /// transformers renders it; ChatML when the model ships none.
     #[default]
+    Model,
+    /// `<|im_start|>role\n…<|im_end|>` turns, ending with the assistant's.
     Chatml,
     /// The system message, a blank line, the user message.
     Plain,

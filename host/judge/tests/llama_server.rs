@@ -8,116 +8,13 @@
 //! by `bench/llama-server/setup.sh` and `python3` can import `gguf`; run it
 //! with `bench/llama-server/test.sh`.
 
+mod common;
+
+use common::llama::{Server, free_port, post, repo, setup};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use verifine_judge::{Judges, JudgesConfig};
 use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The chroot holding llama-server, or why the test cannot run.
-///
-/// The tests run in parallel and each starts a server that maps
-/// `models/tiny.gguf`: the model is written once per test process, to a
-/// temporary name renamed into place, so no running server ever sees the
-/// file rewritten under it (that killed a server mid-test in CI).
-fn setup() -> Result<PathBuf, String> {
-    static ONCE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    ONCE.get_or_init(prepare_chroot).clone()
-}
-
-fn prepare_chroot() -> Result<PathBuf, String> {
-    let root = std::env::var("VERIFINE_LLAMA_ROOT").map_err(|_| {
-        "VERIFINE_LLAMA_ROOT is not set (bench/llama-server/test.sh sets it)".to_string()
-    })?;
-    let root = PathBuf::from(root);
-    if !root.join("usr/bin/llama-server").is_file() {
-        return Err(format!("{} has no usr/bin/llama-server", root.display()));
-    }
-    let model = root.join("models/tiny.gguf");
-    std::fs::create_dir_all(model.parent().unwrap()).map_err(|e| e.to_string())?;
-    let partial = model.with_extension(format!("gguf.{}.partial", std::process::id()));
-    let status = Command::new("python3")
-        .arg(repo().join("bench/llama-server/tiny_gguf.py"))
-        .arg(&partial)
-        .status()
-        .map_err(|e| format!("python3: {e}"))?;
-    if !status.success() {
-        return Err("tiny_gguf.py failed (is the `gguf` package installed?)".into());
-    }
-    std::fs::rename(&partial, &model).map_err(|e| format!("{}: {e}", model.display()))?;
-    Ok(root)
-}
-
-/// Where a server's own output goes, so that a server that dies mid-test
-/// leaves its reason behind.
-fn server_log(port: u16) -> Stdio {
-    let path = std::env::temp_dir().join(format!("verifine-llama-server-{port}.log"));
-    eprintln!("llama-server on port {port} logs to {}", path.display());
-    std::fs::File::create(&path).map_or(Stdio::null(), Stdio::from)
-}
-
-/// A running llama-server on `port`, stopped when dropped.
-struct Server(Child);
-
-impl Server {
-    fn start(root: &Path, port: u16) -> Server {
-        let child = Command::new("chroot")
-            .arg(root)
-            .args([
-                "llama-server",
-                "-m",
-                "/models/tiny.gguf",
-                "--host",
-                "127.0.0.1",
-            ])
-            .args(["--port", &port.to_string(), "-c", "16384", "--threads", "1"])
-            .stdout(Stdio::null())
-            .stderr(server_log(port))
-            .spawn()
-            .expect("chroot llama-server starts");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "llama-server did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        // Listening comes before the model is loaded: wait for /health.
-        while Command::new("curl")
-            .args(["-sf", &format!("http://127.0.0.1:{port}/health")])
-            .stdout(Stdio::null())
-            .status()
-            .map_or(true, |s| !s.success())
-        {
-            assert!(
-                Instant::now() < deadline,
-                "llama-server never became healthy"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Server(child)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn judges(port: u16, extra: &str, cache: Option<&Path>) -> Judges {
     let cache = cache.map_or(String::new(), |d| {
@@ -213,19 +110,6 @@ fn the_http_judge_speaks_to_llama_server() {
     std::fs::remove_dir_all(&cache).unwrap();
 }
 
-/// A JSON POST to the server by curl (the test needs no HTTP client of
-/// its own).
-fn post(port: u16, path: &str, body: &serde_json::Value) -> serde_json::Value {
-    let out = Command::new("curl")
-        .args(["-sf", "-H", "Content-Type: application/json", "-d"])
-        .arg(body.to_string())
-        .arg(format!("http://127.0.0.1:{port}{path}"))
-        .output()
-        .expect("curl runs");
-    assert!(out.status.success(), "POST {path} failed");
-    serde_json::from_slice(&out.stdout).expect("a JSON answer")
-}
-
 /// The local candle backend and llama.cpp, given the same GGUF file and
 /// the same prompts, agree: the same tokenization, the same greedy tokens,
 /// and log-probabilities (of the chosen and the top-5 tokens) within
@@ -234,7 +118,7 @@ fn post(port: u16, path: &str, body: &serde_json::Value) -> serde_json::Value {
 #[cfg(feature = "local")]
 #[test]
 fn the_local_backend_matches_llama_cpp() {
-    use verifine_judge::local::{LocalBackend, model::KvCache, top_k};
+    use verifine_judge::local::{LocalBackend, top_k};
     const TOLERANCE: f64 = 2e-3;
     let root = match setup() {
         Ok(root) => root,
@@ -275,8 +159,12 @@ fn the_local_backend_matches_llama_cpp() {
         // of a token that ends inside a UTF-8 character, which would
         // misalign a longer completion's list with its tokens.
         let mut context = local.vocabulary().encode(text);
-        let mut cache = KvCache::default();
-        let mut next = local.model().forward(&context, &mut cache, 1).unwrap();
+        let mut state = verifine_judge::local::model::KvCache::default();
+        let mut next = local
+            .model()
+            .forward(&context, &mut state, 1)
+            .unwrap()
+            .remove(0);
         for _ in 0..8 {
             let answer = post(
                 port,
@@ -285,8 +173,7 @@ fn the_local_backend_matches_llama_cpp() {
                     "n_probs": 5, "cache_prompt": false, "return_tokens": true}),
             );
             let id = answer["tokens"][0].as_u64().unwrap() as u32;
-            let row: Vec<f32> = next.squeeze(0).unwrap().to_vec1().unwrap();
-            let ours = top_k(&row, 5);
+            let ours = top_k(&next, 5);
             // A near-tie may break either way; past it the texts diverge.
             if ours[0].1 - ours[1].1 < TOLERANCE {
                 break;
@@ -307,7 +194,11 @@ fn the_local_backend_matches_llama_cpp() {
                 compared += 1;
             }
             context.push(id);
-            next = local.model().forward(&[id], &mut cache, 1).unwrap();
+            next = local
+                .model()
+                .forward(&[id], &mut state, 1)
+                .unwrap()
+                .remove(0);
         }
     }
     eprintln!("{compared} greedy steps compared, worst log-probability difference {worst:.2e}");

@@ -209,7 +209,6 @@ fn to_hf_layout(w: &candle_core::Tensor, heads: usize) -> candle_core::Tensor {
 /// layouts agree.
 #[test]
 fn a_safetensors_checkpoint_runs_like_the_same_weights_in_gguf() {
-    use verifine_judge::local::model::KvCache;
     use verifine_judge::local::tiny::{random_weights, vocabulary, write_llama_gguf};
     let dir = scratch("safetensors");
     let spec = TinySpec {
@@ -282,6 +281,11 @@ fn a_safetensors_checkpoint_runs_like_the_same_weights_in_gguf() {
         "decoder": null, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}
     });
     std::fs::write(checkpoint.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+    std::fs::write(
+        checkpoint.join("tokenizer_config.json"),
+        r#"{"add_bos_token": true}"#,
+    )
+    .unwrap();
 
     let config = |path: PathBuf| LocalConfig {
         path,
@@ -290,15 +294,13 @@ fn a_safetensors_checkpoint_runs_like_the_same_weights_in_gguf() {
         prefix_cache_prompts: 0,
     };
     let gguf = LocalBackend::new(&config(dir.join("same.gguf"))).unwrap();
-    let safetensors = LocalBackend::from_safetensors(&config(checkpoint)).unwrap();
+    let safetensors = LocalBackend::from_safetensors(&config(checkpoint.clone())).unwrap();
     let ids = [1u32, 300, 301, 5, 77, 290, 12];
     let logprobs = |backend: &LocalBackend| -> Vec<Vec<f32>> {
-        let mut cache = KvCache::default();
+        let mut state = verifine_judge::local::model::KvCache::default();
         backend
             .model()
-            .forward(&ids, &mut cache, ids.len())
-            .unwrap()
-            .to_vec2()
+            .forward(&ids, &mut state, ids.len())
             .unwrap()
     };
     let (a, b) = (logprobs(&gguf), logprobs(&safetensors));
@@ -310,13 +312,18 @@ fn a_safetensors_checkpoint_runs_like_the_same_weights_in_gguf() {
         .fold(0f32, f32::max);
     assert!(worst < 1e-4, "largest log-probability difference {worst}");
     // The checkpoint's own tokenizer: whitespace words of its vocabulary
-    // (BOS from config.json first).
+    // (BOS from config.json first, as tokenizer_config.json asks).
     let pieces = vocabulary().0;
     let id = |p: &str| pieces.iter().position(|x| x == p).unwrap() as u32;
     assert_eq!(
         safetensors.vocabulary().encode("a 7"),
         vec![1, id("a"), id("7")]
     );
+    // Without `add_bos_token` no begin token is added (a chat template
+    // writes its own; a second one changes every answer).
+    std::fs::remove_file(checkpoint.join("tokenizer_config.json")).unwrap();
+    let no_bos = LocalBackend::from_safetensors(&config(checkpoint.clone())).unwrap();
+    assert_eq!(no_bos.vocabulary().encode("a 7"), vec![id("a"), id("7")]);
     let request = ModelRequest {
         choices: vec!["YES".into(), "NO".into()],
         ..ModelRequest::new("is it YES or NO", 4)

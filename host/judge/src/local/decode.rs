@@ -3,7 +3,7 @@
 //! in what they share, so their prefill is not batched); a query with
 //! choices is then scored and done. Free-text answers decode together: at
 //! every step each unfinished answer picks its token and all of them run
-//! through the model as one batch ([`JudgeDecoder::forward_batch`]), so the
+//! through the model as one batch ([`JudgeDecoder::forward_batch`](super::model::JudgeDecoder::forward_batch)), so the
 //! weight products are paid once per step, not once per answer.
 
 use super::model::KvCache;
@@ -97,12 +97,11 @@ fn start<'a>(backend: &LocalBackend, request: &'a ModelRequest) -> Started<'a> {
             return Err("the prompt encodes to no tokens".to_string());
         }
         let (mut cache, reused) = backend.start_from_cache(&prompt)?;
-        let next = backend.model.forward(&prompt[reused..], &mut cache, 1)?;
+        let next = backend
+            .model
+            .forward(&prompt[reused..], &mut cache, 1)?
+            .remove(0);
         backend.remember(&prompt, &cache);
-        let next: Vec<f32> = next
-            .squeeze(0)
-            .and_then(|t| t.to_vec1())
-            .map_err(|e| e.to_string())?;
         let usage = TokenUsage {
             input: prompt.len() as u64,
             cached_input: reused as u64,
@@ -153,7 +152,7 @@ impl Decoding<'_> {
         } else {
             argmax(&self.next)
         };
-        if Some(token) == backend.vocabulary.eos() {
+        if backend.vocabulary.is_stop(token) {
             self.text = Some(backend.vocabulary.decode(&self.answer));
             return None;
         }

@@ -1,10 +1,18 @@
-//! A judge decoder read from a GGUF file: llama or qwen2 metadata, block
-//! matrices kept quantized (`QMatMul`), norms and biases dequantized.
+//! A judge decoder read from a GGUF file: llama, qwen2 or gemma3 metadata,
+//! block matrices kept quantized (`QMatMul`), norms and biases dequantized.
+//!
+//! Gemma 3's constants that llama.cpp does not store in the file either
+//! are taken as llama.cpp takes them: every sixth layer attends globally,
+//! the others within the sliding window with rotary base 10 000; scores
+//! are scaled by 1/√key_length (1/√(width/heads) for the 62-layer 27B).
 
-use super::model::{JudgeDecoder, Layer, Result, RopeStyle, Shape, e};
+use super::model::{Activation, JudgeDecoder, Layer, Result, RopeStyle, Shape, SlidingWindow, e};
 use candle_core::Device;
 use candle_core::quantized::{QMatMul, gguf_file::Content};
 use std::io::{Read, Seek};
+
+const GEMMA3_GLOBAL_EVERY: usize = 6;
+const GEMMA3_LOCAL_ROPE_BASE: f32 = 10_000.0;
 
 impl JudgeDecoder {
     /// Loads the model described by `content` from `reader`.
@@ -21,13 +29,14 @@ impl JudgeDecoder {
             .unwrap_or_default();
         let rope = match arch.as_str() {
             "llama" => RopeStyle::Adjacent,
-            "qwen2" => RopeStyle::Halves,
+            "qwen2" | "gemma3" => RopeStyle::Halves,
             other => {
                 return Err(format!(
-                    "architecture {other:?} is not supported (llama, qwen2)"
+                    "architecture {other:?} is not supported (llama, qwen2, gemma3)"
                 ));
             }
         };
+        let gemma = arch == "gemma3";
         let meta = |key: &str| -> Result<&candle_core::quantized::gguf_file::Value> {
             let full = format!("{arch}.{key}");
             content
@@ -40,16 +49,25 @@ impl JudgeDecoder {
                 .to_u32()
                 .map_err(|err| format!("{arch}.{key}: {err}"))? as usize)
         };
+        let float = |key: &str| meta(key).and_then(|v| v.to_f32().map_err(e));
         let heads = int("attention.head_count")?;
         let kv_heads = int("attention.head_count_kv").unwrap_or(heads);
         let blocks = int("block_count")?;
+        let width = int("embedding_length")?;
         let context_length = int("context_length")?.min(32_768);
-        let eps = meta("attention.layer_norm_rms_epsilon")
-            .and_then(|v| v.to_f32().map_err(e))
-            .unwrap_or(1e-5) as f64;
-        let freq_base = meta("rope.freq_base")
-            .and_then(|v| v.to_f32().map_err(e))
-            .unwrap_or(10_000.0);
+        let eps = float("attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64;
+        let freq_base = float("rope.freq_base").unwrap_or(10_000.0);
+        let position_scale = match meta("rope.scaling.type").and_then(|v| v.to_string().map_err(e))
+        {
+            Ok(kind) if kind == "linear" => float("rope.scaling.factor").unwrap_or(1.0),
+            Ok(kind) if kind != "none" => {
+                return Err(format!(
+                    "{arch}.rope.scaling.type {kind:?} is not supported (linear)"
+                ));
+            }
+            _ => 1.0,
+        };
+        let head_dim = int("attention.key_length").ok();
         let mut tensor = |name: &str| {
             content
                 .tensor(reader, name, device)
@@ -62,22 +80,34 @@ impl JudgeDecoder {
         let mut layers = Vec::new();
         for i in 0..blocks {
             let p = format!("blk.{i}");
-            let bias = |t: std::result::Result<candle_core::quantized::QTensor, String>| {
+            let optional = |t: std::result::Result<candle_core::quantized::QTensor, String>| {
                 t.ok().map(dense).transpose()
+            };
+            let gemma_norm = |t: std::result::Result<candle_core::quantized::QTensor, String>| {
+                if gemma {
+                    t.and_then(dense).map(Some)
+                } else {
+                    Ok(None)
+                }
             };
             layers.push(Layer {
                 attn_norm: dense(tensor(&format!("{p}.attn_norm.weight"))?)?,
                 q: matmul(tensor(&format!("{p}.attn_q.weight"))?)?,
                 k: matmul(tensor(&format!("{p}.attn_k.weight"))?)?,
                 v: matmul(tensor(&format!("{p}.attn_v.weight"))?)?,
-                q_bias: bias(tensor(&format!("{p}.attn_q.bias")))?,
-                k_bias: bias(tensor(&format!("{p}.attn_k.bias")))?,
-                v_bias: bias(tensor(&format!("{p}.attn_v.bias")))?,
+                q_bias: optional(tensor(&format!("{p}.attn_q.bias")))?,
+                k_bias: optional(tensor(&format!("{p}.attn_k.bias")))?,
+                v_bias: optional(tensor(&format!("{p}.attn_v.bias")))?,
                 o: matmul(tensor(&format!("{p}.attn_output.weight"))?)?,
                 ffn_norm: dense(tensor(&format!("{p}.ffn_norm.weight"))?)?,
                 gate: matmul(tensor(&format!("{p}.ffn_gate.weight"))?)?,
                 up: matmul(tensor(&format!("{p}.ffn_up.weight"))?)?,
                 down: matmul(tensor(&format!("{p}.ffn_down.weight"))?)?,
+                q_norm: gemma_norm(tensor(&format!("{p}.attn_q_norm.weight")))?,
+                k_norm: gemma_norm(tensor(&format!("{p}.attn_k_norm.weight")))?,
+                post_attn_norm: gemma_norm(tensor(&format!("{p}.post_attention_norm.weight")))?,
+                post_ffn_norm: gemma_norm(tensor(&format!("{p}.post_ffw_norm.weight")))?,
+                sliding: gemma && (i + 1) % GEMMA3_GLOBAL_EVERY != 0,
             });
         }
         let norm = dense(tensor("output_norm.weight")?)?;
@@ -85,6 +115,17 @@ impl JudgeDecoder {
         let output = match tensor("output.weight") {
             Ok(t) => matmul(t)?,
             Err(_) => QMatMul::Tensor(embedding.clone()),
+        };
+        let sliding_window = match gemma {
+            true => Some(SlidingWindow {
+                window: int("attention.sliding_window")?,
+                freq_base: GEMMA3_LOCAL_ROPE_BASE,
+            }),
+            false => None,
+        };
+        let attention_scale = match (gemma, blocks) {
+            (true, 62) => Some(1.0 / ((width / heads.max(1)) as f64).sqrt()),
+            _ => None,
         };
         JudgeDecoder::assemble(
             embedding,
@@ -97,7 +138,18 @@ impl JudgeDecoder {
                 eps,
                 rope,
                 freq_base,
+                // Gemma 3 scales only its global layers' positions.
+                position_scale,
                 context_length,
+                head_dim: head_dim.filter(|_| gemma),
+                embed_scale: gemma.then(|| (width as f64).sqrt()),
+                activation: if gemma {
+                    Activation::GeluTanh
+                } else {
+                    Activation::Silu
+                },
+                attention_scale,
+                sliding_window,
             },
             device,
         )

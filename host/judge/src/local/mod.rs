@@ -15,10 +15,12 @@
 //! `exp` of the first is the confidence. A JSON schema cannot be enforced
 //! here and is ignored (the plugin parses what it gets, as with any model).
 
+mod attention;
 mod decode;
 mod gguf_load;
 pub mod model;
 pub mod safetensors;
+mod tables;
 pub mod tiny;
 pub mod vocabulary;
 
@@ -30,10 +32,10 @@ use crate::error::{JudgeError, Result};
 use crate::http::Exchange;
 use candle_core::Device;
 use model::{JudgeDecoder, KvCache};
-use spm::SpmTokenizer;
 use std::sync::Mutex;
 use std::time::Instant;
 use verifine_base::SplitMix64;
+use verifine_models::{ChatTemplate, Message, Role, TextTokenizer};
 use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
 use vocabulary::Vocabulary;
 
@@ -47,6 +49,7 @@ struct CachedPrompt {
 pub struct LocalBackend {
     model: JudgeDecoder,
     vocabulary: Vocabulary,
+    chat_template: Option<ChatTemplate>,
     template: PromptTemplate,
     name: String,
     prompts: Mutex<Vec<CachedPrompt>>,
@@ -59,34 +62,66 @@ impl LocalBackend {
     pub fn new(config: &LocalConfig) -> Result<Self> {
         let fail = |m: String| JudgeError::Config(format!("{}: {m}", config.path.display()));
         let device = device(config)?;
-        let mut file = std::fs::File::open(&config.path)
-            .map_err(|e| verifine_base::FileError::io("opening", &config.path, e))?;
-        let content = candle_core::quantized::gguf_file::Content::read(&mut file)
-            .map_err(|e| fail(format!("not a GGUF file: {e}")))?;
-        let tokenizer = SpmTokenizer::from_gguf(&content).map_err(fail)?;
+        let (content, mut file) =
+            verifine_models::gguf::read_content(&config.path).map_err(|e| fail(e.to_string()))?;
+        let tokenizer = TextTokenizer::from_gguf(&content, &config.path)
+            .map_err(|e| JudgeError::Config(e.to_string()))?;
+        let meta = |key: &str| content.metadata.get(key);
+        let id = |key: &str| meta(key).and_then(|v| v.to_u32().ok());
+        // llama.cpp's default: SentencePiece vocabularies begin with BOS,
+        // byte-level BPE ones only when the file says so.
+        let add_bos = meta("tokenizer.ggml.add_bos_token")
+            .and_then(|v| v.to_bool().ok())
+            .unwrap_or(tokenizer.spm().is_some());
+        let bos = id("tokenizer.ggml.bos_token_id");
+        let ends: Vec<u32> = ["tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"]
+            .into_iter()
+            .filter_map(id)
+            .collect();
+        let text_of = |id: Option<u32>| {
+            id.and_then(|i| tokenizer.id_to_token(i))
+                .unwrap_or_default()
+        };
+        let chat_template = verifine_models::gguf::chat_template_source(&content)
+            .map(|source| {
+                ChatTemplate::new(&source, &text_of(bos), &text_of(ends.first().copied()))
+            })
+            .transpose()
+            .map_err(|e| fail(e.to_string()))?;
+        let vocabulary = Vocabulary::new(tokenizer, bos, add_bos, &ends);
         let model = JudgeDecoder::load(&content, &mut file, &device).map_err(fail)?;
-        Self::from_parts(model, Vocabulary::Spm(Box::new(tokenizer)), config)
+        Self::from_parts(model, vocabulary, chat_template, config)
     }
 
     /// Loads a Hugging Face checkpoint directory (`config.json`,
-    /// `*.safetensors`, `tokenizer.json`).
+    /// `*.safetensors`, `tokenizer.json`, the tokenizer config and chat
+    /// template when present).
     pub fn from_safetensors(config: &LocalConfig) -> Result<Self> {
         let fail = |m: String| JudgeError::Config(format!("{}: {m}", config.path.display()));
         let device = device(config)?;
         let spec = safetensors::spec(&config.path).map_err(fail)?;
-        let vocabulary = Vocabulary::from_tokenizer_json(
-            &config.path,
-            spec.bos_token_id,
-            spec.eos_token_ids.first().copied(),
-        )
-        .map_err(fail)?;
+        let tokenizer = TextTokenizer::from_tokenizer_json(&config.path.join("tokenizer.json"))
+            .map_err(|e| JudgeError::Config(e.to_string()))?;
+        let tokenizer_config = std::fs::read_to_string(config.path.join("tokenizer_config.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+        let add_bos = tokenizer_config
+            .as_ref()
+            .and_then(|c| c.get("add_bos_token"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        let chat_template = ChatTemplate::from_checkpoint_dir(&config.path)
+            .map_err(|e| JudgeError::Config(e.to_string()))?;
+        let vocabulary =
+            Vocabulary::new(tokenizer, spec.bos_token_id, add_bos, &spec.eos_token_ids);
         let model = safetensors::load(&config.path, &spec, &device).map_err(fail)?;
-        Self::from_parts(model, vocabulary, config)
+        Self::from_parts(model, vocabulary, chat_template, config)
     }
 
     fn from_parts(
         model: JudgeDecoder,
         vocabulary: Vocabulary,
+        chat_template: Option<ChatTemplate>,
         config: &LocalConfig,
     ) -> Result<Self> {
         if vocabulary.len() > model.vocab_size() {
@@ -100,6 +135,7 @@ impl LocalBackend {
         Ok(LocalBackend {
             model,
             vocabulary,
+            chat_template,
             template: config.template,
             name: config
                 .path
@@ -147,19 +183,23 @@ impl LocalBackend {
     /// The prompt as the model sees it.
     pub fn render(&self, request: &ModelRequest) -> String {
         let system = request.system.as_deref().unwrap_or("");
-        match self.template {
-            PromptTemplate::Chatml => {
-                let mut text = String::new();
+        match (self.template, &self.chat_template) {
+            (PromptTemplate::Model, Some(template)) => {
+                let mut messages = Vec::new();
                 if !system.is_empty() {
-                    text += &format!("<|im_start|>system\n{system}<|im_end|>\n");
+                    messages.push(Message::new(Role::System, system));
                 }
-                text + &format!(
-                    "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n",
-                    request.prompt
-                )
+                messages.push(Message::new(Role::User, request.prompt.as_str()));
+                // A template that refuses the messages (one that allows no
+                // system turn, say) falls back to ChatML rather than
+                // failing the query.
+                template
+                    .render(&messages, true)
+                    .unwrap_or_else(|_| chatml(system, &request.prompt))
             }
-            PromptTemplate::Plain if system.is_empty() => request.prompt.clone(),
-            PromptTemplate::Plain => format!("{system}\n\n{}", request.prompt),
+            (PromptTemplate::Model | PromptTemplate::Chatml, _) => chatml(system, &request.prompt),
+            (PromptTemplate::Plain, _) if system.is_empty() => request.prompt.clone(),
+            (PromptTemplate::Plain, _) => format!("{system}\n\n{}", request.prompt),
         }
     }
 
@@ -172,12 +212,15 @@ impl LocalBackend {
         let prompts = self.prompts.lock().map_err(|e| e.to_string())?;
         let best = prompts
             .iter()
-            .map(|p| (common_prefix(&p.tokens, prompt).min(prompt.len() - 1), p))
+            .map(|p| common_prefix(&p.tokens, prompt).min(prompt.len() - 1))
+            .zip(prompts.iter())
+            .filter(|(len, _)| *len > 0)
+            .filter_map(|(len, kept)| kept.cache.prefix(len).ok().map(|cache| (len, cache)))
             .max_by_key(|(len, _)| *len);
-        match best {
-            Some((len, kept)) if len > 0 => Ok((kept.cache.prefix(len)?, len)),
-            _ => Ok((KvCache::default(), 0)),
-        }
+        Ok(match best {
+            Some((len, cache)) => (cache, len),
+            None => (KvCache::default(), 0),
+        })
     }
 
     pub(crate) fn remember(&self, prompt: &[u32], cache: &KvCache) {
@@ -213,10 +256,9 @@ impl LocalBackend {
             let mut score = f64::from(next[first as usize]);
             if !rest.is_empty() {
                 let mut branch = cache.clone();
-                let out =
+                let rows =
                     self.model
                         .forward(&tokens[..tokens.len() - 1], &mut branch, rest.len())?;
-                let rows: Vec<Vec<f32>> = out.to_vec2().map_err(|e| e.to_string())?;
                 score += rest
                     .iter()
                     .zip(rows)
@@ -244,6 +286,14 @@ impl LocalBackend {
             }],
         ))
     }
+}
+
+fn chatml(system: &str, prompt: &str) -> String {
+    let mut text = String::new();
+    if !system.is_empty() {
+        text += &format!("<|im_start|>system\n{system}<|im_end|>\n");
+    }
+    text + &format!("<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n")
 }
 
 fn device(config: &LocalConfig) -> Result<Device> {

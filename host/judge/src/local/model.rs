@@ -1,12 +1,15 @@
-//! A llama- or qwen2-architecture decoder read from GGUF, for inference
-//! only: its weights stay in their quantized form (`QMatMul`), and the
-//! forward pass extends a [`KvCache`] that can be cut back to any prefix,
-//! which is what lets a judge encode a shared prompt prefix once.
+//! A llama-, qwen2- or gemma3-architecture decoder, for inference only:
+//! its weights stay in their quantized form (`QMatMul`), and the forward
+//! pass extends a [`KvCache`] that can be cut back to any prefix, which is
+//! what lets a judge encode a shared prompt prefix once.
 //!
 //! Written against llama.cpp's definition: RMS norm, rotary embeddings on
 //! adjacent pairs (llama) or on halves (qwen2, which also has q/k/v
-//! biases), grouped-query attention where query head `h` reads KV head
-//! `h / (heads / kv_heads)`, and a SiLU-gated MLP.
+//! biases; gemma3), grouped-query attention where query head `h` reads KV
+//! head `h / (heads / kv_heads)`, and a gated MLP. Gemma 3 adds what its
+//! [`Shape`] and [`Layer`] carry: a scaled embedding, per-head q/k norms,
+//! norms after attention and after the MLP, GELU (tanh) gating, and
+//! sliding-window layers with their own rotary base.
 
 use candle_core::quantized::QMatMul;
 use candle_core::{D, DType, Device, Module, Tensor};
@@ -20,6 +23,24 @@ pub enum RopeStyle {
     Adjacent,
     /// (x0, x_{d/2}), (x1, x_{d/2+1}) … — qwen2 (GPT-NeoX).
     Halves,
+}
+
+/// The gate's activation in the MLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Activation {
+    /// llama, qwen2.
+    Silu,
+    /// Gemma's `gelu_pytorch_tanh`.
+    GeluTanh,
+}
+
+/// Local attention of Gemma's sliding-window layers.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SlidingWindow {
+    /// A token sees itself and the `window - 1` before it.
+    pub(super) window: usize,
+    /// The rotary base of those layers.
+    pub(super) freq_base: f32,
 }
 
 /// One decoder block's weights.
@@ -36,6 +57,14 @@ pub(super) struct Layer {
     pub(super) gate: QMatMul,
     pub(super) up: QMatMul,
     pub(super) down: QMatMul,
+    /// Per-head RMS norms of queries and keys (gemma3).
+    pub(super) q_norm: Option<Tensor>,
+    pub(super) k_norm: Option<Tensor>,
+    /// Norms of the attention's and the MLP's outputs (gemma3).
+    pub(super) post_attn_norm: Option<Tensor>,
+    pub(super) post_ffn_norm: Option<Tensor>,
+    /// Whether the layer attends within the sliding window only.
+    pub(super) sliding: bool,
 }
 
 /// Everything but the weights.
@@ -45,25 +74,40 @@ pub(super) struct Shape {
     pub(super) eps: f64,
     pub(super) rope: RopeStyle,
     pub(super) freq_base: f32,
+    /// Positions are divided by this (linear rope scaling; 1: none).
+    pub(super) position_scale: f32,
     pub(super) context_length: usize,
+    /// Width of a head, when it is not the model's width over its heads.
+    pub(super) head_dim: Option<usize>,
+    /// The embedding is multiplied by this (gemma3: √width).
+    pub(super) embed_scale: Option<f64>,
+    pub(super) activation: Activation,
+    /// Attention scores are multiplied by this (default 1/√head_dim).
+    pub(super) attention_scale: Option<f64>,
+    pub(super) sliding_window: Option<SlidingWindow>,
 }
 
 /// The decoder's weights and shape.
 pub struct JudgeDecoder {
-    embedding: Tensor,
-    layers: Vec<Layer>,
-    norm: Tensor,
-    output: QMatMul,
-    cos: Tensor,
-    sin: Tensor,
-    heads: usize,
-    kv_heads: usize,
-    head_dim: usize,
-    eps: f64,
-    rope: RopeStyle,
+    pub(super) embedding: Tensor,
+    pub(super) layers: Vec<Layer>,
+    pub(super) norm: Tensor,
+    pub(super) output: QMatMul,
+    pub(super) cos: Tensor,
+    pub(super) sin: Tensor,
+    /// Rotary tables and window of the sliding-window layers.
+    pub(super) local: Option<(Tensor, Tensor, usize)>,
+    pub(super) embed_scale: Option<f64>,
+    pub(super) activation: Activation,
+    pub(super) attention_scale: f64,
+    pub(super) heads: usize,
+    pub(super) kv_heads: usize,
+    pub(super) head_dim: usize,
+    pub(super) eps: f64,
+    pub(super) rope: RopeStyle,
     /// Longest sequence the rotary tables cover.
     pub context_length: usize,
-    device: Device,
+    pub(super) device: Device,
 }
 
 /// Keys and values of every layer for the tokens seen so far.
@@ -121,19 +165,36 @@ impl JudgeDecoder {
         device: &Device,
     ) -> Result<Self> {
         let width = embedding.dims().get(1).copied().unwrap_or(0);
+        let head_dim = shape.head_dim.unwrap_or(width / shape.heads.max(1)).max(1);
         if shape.heads == 0
             || shape.kv_heads == 0
             || !shape.heads.is_multiple_of(shape.kv_heads)
-            || width % shape.heads != 0
-            || !(width / shape.heads).is_multiple_of(2)
+            || (shape.head_dim.is_none() && width % shape.heads != 0)
+            || !head_dim.is_multiple_of(2)
         {
             return Err(format!(
                 "{} heads, {} KV heads and width {width} do not fit",
                 shape.heads, shape.kv_heads
             ));
         }
-        let head_dim = width / shape.heads;
-        let (cos, sin) = rotary_tables(head_dim, shape.context_length, shape.freq_base, device)?;
+        let table = |base| {
+            rotary_tables(
+                head_dim,
+                shape.context_length,
+                base,
+                shape.position_scale,
+                device,
+            )
+        };
+        let (cos, sin) = table(shape.freq_base)?;
+        let local = match shape.sliding_window {
+            Some(w) => {
+                let (cos, sin) =
+                    rotary_tables(head_dim, shape.context_length, w.freq_base, 1.0, device)?;
+                Some((cos, sin, w.window.max(1)))
+            }
+            None => None,
+        };
         Ok(JudgeDecoder {
             embedding,
             layers,
@@ -141,6 +202,12 @@ impl JudgeDecoder {
             output,
             cos,
             sin,
+            local,
+            embed_scale: shape.embed_scale,
+            activation: shape.activation,
+            attention_scale: shape
+                .attention_scale
+                .unwrap_or(1.0 / (head_dim as f64).sqrt()),
             heads: shape.heads,
             kv_heads: shape.kv_heads,
             head_dim,
@@ -158,8 +225,13 @@ impl JudgeDecoder {
 
     /// Runs `tokens` after what `cache` holds, extending it, and returns
     /// the log-probabilities of the next token after each of the last
-    /// `keep` positions (`[keep, vocab]`, f32).
-    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, keep: usize) -> Result<Tensor> {
+    /// `keep` positions (`keep` rows of the vocabulary's size).
+    pub fn forward(
+        &self,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        keep: usize,
+    ) -> Result<Vec<Vec<f32>>> {
         let past = cache.len;
         let t = tokens.len();
         if t == 0 || keep == 0 || keep > t {
@@ -172,20 +244,28 @@ impl JudgeDecoder {
                 self.context_length
             ));
         }
-        let ids = Tensor::new(tokens, &self.device).map_err(e)?;
-        let mut x = self
-            .embedding
-            .index_select(&ids, 0)
-            .map_err(e)?
-            .unsqueeze(0)
-            .map_err(e)?;
-        let mask = causal_mask(t, past, &self.device)?;
-        let cos = self.cos.narrow(0, past, t).map_err(e)?;
-        let sin = self.sin.narrow(0, past, t).map_err(e)?;
+        let mut x = self.embed(tokens)?.unsqueeze(0).map_err(e)?;
+        let global = Attention {
+            cos: self.cos.narrow(0, past, t).map_err(e)?,
+            sin: self.sin.narrow(0, past, t).map_err(e)?,
+            mask: attention_mask(t, past, None, &self.device)?,
+        };
+        let local = match &self.local {
+            Some((cos, sin, window)) => Some(Attention {
+                cos: cos.narrow(0, past, t).map_err(e)?,
+                sin: sin.narrow(0, past, t).map_err(e)?,
+                mask: attention_mask(t, past, Some(*window), &self.device)?,
+            }),
+            None => None,
+        };
         let mut next_layers = Vec::with_capacity(self.layers.len());
         for (i, layer) in self.layers.iter().enumerate() {
-            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.eps as f32).map_err(e)?;
-            let (q, k, v) = self.query_key_value(layer, &h, (1, t), &cos, &sin)?;
+            let at = match (&local, layer.sliding) {
+                (Some(local), true) => local,
+                _ => &global,
+            };
+            let h = rms_norm(&x, &layer.attn_norm, self.eps)?;
+            let (q, k, v) = self.query_key_value(layer, &h, (1, t), &at.cos, &at.sin)?;
             let (k, v) = match cache.layers.get(i) {
                 Some((pk, pv)) => (
                     Tensor::cat(&[pk, &k], 2).map_err(e)?,
@@ -194,30 +274,20 @@ impl JudgeDecoder {
                 None => (k, v),
             };
             next_layers.push((k.clone(), v.clone()));
-            let attended = self.attend(&q, &k, &v, &mask)?;
-            let attended = attended
+            let attended = self
+                .attend(&q, &k, &v, &at.mask)?
                 .transpose(1, 2)
                 .and_then(|a| a.reshape((1, t, self.heads * self.head_dim)))
                 .map_err(e)?;
-            x = (x + layer.o.forward(&attended).map_err(e)?).map_err(e)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.eps as f32).map_err(e)?;
-            let gated = candle_nn::ops::silu(&layer.gate.forward(&h).map_err(e)?).map_err(e)?;
-            let mlp = layer
-                .down
-                .forward(&(gated * layer.up.forward(&h).map_err(e)?).map_err(e)?);
-            x = (x + mlp.map_err(e)?).map_err(e)?;
+            x = self.finish_block(layer, x, &attended)?;
         }
         cache.layers = next_layers;
         cache.len = past + t;
         let last = x.narrow(1, t - keep, keep).map_err(e)?;
-        let last = candle_nn::ops::rms_norm(&last, &self.norm, self.eps as f32).map_err(e)?;
-        let logits = self
-            .output
-            .forward(&last)
-            .map_err(e)?
+        self.log_probs(&last)?
             .squeeze(0)
-            .map_err(e)?;
-        candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1).map_err(e)
+            .and_then(|t| t.to_vec2())
+            .map_err(e)
     }
 
     /// One new token for each of several sequences at once: the weight
@@ -239,13 +309,7 @@ impl JudgeDecoder {
                 self.context_length
             ));
         }
-        let ids = Tensor::new(tokens, &self.device).map_err(e)?;
-        let mut x = self
-            .embedding
-            .index_select(&ids, 0)
-            .map_err(e)?
-            .unsqueeze(1)
-            .map_err(e)?;
+        let mut x = self.embed(tokens)?.unsqueeze(1).map_err(e)?;
         let positions: Vec<u32> = caches.iter().map(|c| c.len as u32).collect();
         let positions = Tensor::new(positions.as_slice(), &self.device).map_err(e)?;
         let half = self.head_dim / 2;
@@ -255,10 +319,18 @@ impl JudgeDecoder {
                 .and_then(|t| t.contiguous())
                 .map_err(e)
         };
-        let (cos, sin) = (table(&self.cos)?, table(&self.sin)?);
+        let global = (table(&self.cos)?, table(&self.sin)?, usize::MAX);
+        let local = match &self.local {
+            Some((cos, sin, window)) => Some((table(cos)?, table(sin)?, *window)),
+            None => None,
+        };
         for (i, layer) in self.layers.iter().enumerate() {
-            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.eps as f32).map_err(e)?;
-            let (q, k, v) = self.query_key_value(layer, &h, (b, 1), &cos, &sin)?;
+            let (cos, sin, window) = match (&local, layer.sliding) {
+                (Some(local), true) => local,
+                _ => &global,
+            };
+            let h = rms_norm(&x, &layer.attn_norm, self.eps)?;
+            let (q, k, v) = self.query_key_value(layer, &h, (b, 1), cos, sin)?;
             let mut attended = Vec::with_capacity(b);
             for (j, cache) in caches.iter_mut().enumerate() {
                 let row = |t: &Tensor| t.narrow(0, j, 1).map_err(e);
@@ -270,7 +342,11 @@ impl JudgeDecoder {
                     ),
                     None => (kj, vj),
                 };
-                attended.push(self.attend(&row(&q)?, &kj, &vj, &None)?);
+                // A sliding-window layer sees the last `window` positions.
+                let seen = kj.dim(2).map_err(e)?;
+                let from = seen.saturating_sub(*window);
+                let visible = |t: &Tensor| t.narrow(2, from, seen - from).map_err(e);
+                attended.push(self.attend(&row(&q)?, &visible(&kj)?, &visible(&vj)?, &None)?);
                 match cache.layers.get_mut(i) {
                     Some(slot) => *slot = (kj, vj),
                     None => cache.layers.push((kj, vj)),
@@ -280,124 +356,54 @@ impl JudgeDecoder {
                 .and_then(|a| a.transpose(1, 2))
                 .and_then(|a| a.reshape((b, 1, self.heads * self.head_dim)))
                 .map_err(e)?;
-            x = (x + layer.o.forward(&attended).map_err(e)?).map_err(e)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.eps as f32).map_err(e)?;
-            let gated = candle_nn::ops::silu(&layer.gate.forward(&h).map_err(e)?).map_err(e)?;
-            let mlp = layer
-                .down
-                .forward(&(gated * layer.up.forward(&h).map_err(e)?).map_err(e)?);
-            x = (x + mlp.map_err(e)?).map_err(e)?;
+            x = self.finish_block(layer, x, &attended)?;
         }
         for cache in caches.iter_mut() {
             cache.len += 1;
         }
-        let x = candle_nn::ops::rms_norm(&x, &self.norm, self.eps as f32).map_err(e)?;
-        let logits = self.output.forward(&x).map_err(e)?.squeeze(1).map_err(e)?;
-        candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1)
+        self.log_probs(&x)?
+            .squeeze(1)
             .and_then(|t| t.to_vec2())
             .map_err(e)
     }
 
-    /// A layer's queries and keys (rotated) and values from the normed
-    /// input `h` of `(rows, positions)` tokens, as `[rows, heads, positions,
-    /// head_dim]`: a prompt is one row of many positions, a decoding batch
-    /// many rows of one.
-    fn query_key_value(
-        &self,
-        layer: &Layer,
-        h: &Tensor,
-        (rows, positions): (usize, usize),
-        cos: &Tensor,
-        sin: &Tensor,
-    ) -> Result<(Tensor, Tensor, Tensor)> {
-        let project = |w: &QMatMul, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
-            let mut y = w.forward(h).map_err(e)?;
-            if let Some(bias) = bias {
-                y = y.broadcast_add(bias).map_err(e)?;
-            }
-            y.reshape((rows, positions, heads, self.head_dim))
-                .and_then(|y| y.transpose(1, 2))
-                .and_then(|y| y.contiguous())
-                .map_err(e)
-        };
-        let q = self.rotate(&project(&layer.q, &layer.q_bias, self.heads)?, cos, sin)?;
-        let k = self.rotate(&project(&layer.k, &layer.k_bias, self.kv_heads)?, cos, sin)?;
-        let v = project(&layer.v, &layer.v_bias, self.kv_heads)?;
-        Ok((q, k, v))
+    /// The embeddings of `tokens` (`[tokens, width]`), scaled where the
+    /// architecture scales them.
+    fn embed(&self, tokens: &[u32]) -> Result<Tensor> {
+        let ids = Tensor::new(tokens, &self.device).map_err(e)?;
+        let x = self.embedding.index_select(&ids, 0).map_err(e)?;
+        match self.embed_scale {
+            Some(scale) => (x * scale).map_err(e),
+            None => Ok(x),
+        }
     }
 
-    fn rotate(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-        match self.rope {
-            RopeStyle::Adjacent => candle_nn::rotary_emb::rope_i(x, cos, sin),
-            RopeStyle::Halves => candle_nn::rotary_emb::rope(x, cos, sin),
+    /// The rest of a block once attention has run: the output projection
+    /// (normed, in gemma3) added to the stream, then the gated MLP.
+    fn finish_block(&self, layer: &Layer, x: Tensor, attended: &Tensor) -> Result<Tensor> {
+        let out = layer.o.forward(attended).map_err(e)?;
+        let out = post_norm(out, &layer.post_attn_norm, self.eps)?;
+        let x = (x + out).map_err(e)?;
+        let h = rms_norm(&x, &layer.ffn_norm, self.eps)?;
+        let gate = layer.gate.forward(&h).map_err(e)?;
+        let gate = match self.activation {
+            Activation::Silu => candle_nn::ops::silu(&gate),
+            Activation::GeluTanh => gate.gelu(),
         }
-        .map_err(e)
+        .map_err(e)?;
+        let up = layer.up.forward(&h).map_err(e)?;
+        let mlp = layer.down.forward(&(gate * up).map_err(e)?).map_err(e)?;
+        let mlp = post_norm(mlp, &layer.post_ffn_norm, self.eps)?;
+        (x + mlp).map_err(e)
     }
 
-    fn attend(&self, q: &Tensor, k: &Tensor, v: &Tensor, mask: &Option<Tensor>) -> Result<Tensor> {
-        let repeat = self.heads / self.kv_heads;
-        let widen = |x: &Tensor| -> Result<Tensor> {
-            if repeat == 1 {
-                return Ok(x.clone());
-            }
-            let (b, kv, len, d) = x.dims4().map_err(e)?;
-            x.unsqueeze(2)
-                .and_then(|x| x.expand((b, kv, repeat, len, d)))
-                .and_then(|x| x.reshape((b, kv * repeat, len, d)))
-                .map_err(e)
-        };
-        let (k, v) = (widen(k)?, widen(v)?);
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let mut scores = (q
-            .matmul(&k.t().map_err(e)?.contiguous().map_err(e)?)
-            .map_err(e)?
-            * scale)
-            .map_err(e)?;
-        if let Some(mask) = mask {
-            scores = scores.broadcast_add(mask).map_err(e)?;
-        }
-        let weights = candle_nn::ops::softmax_last_dim(&scores).map_err(e)?;
-        weights.matmul(&v.contiguous().map_err(e)?).map_err(e)
+    /// Final norm, output matrix, log-softmax over the vocabulary.
+    fn log_probs(&self, x: &Tensor) -> Result<Tensor> {
+        let x = rms_norm(x, &self.norm, self.eps)?;
+        let logits = self.output.forward(&x).map_err(e)?;
+        candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1).map_err(e)
     }
 }
 
-/// `-inf` where position `past + i` would see a later token; `None` for a
-/// single new token, which sees everything.
-fn causal_mask(t: usize, past: usize, device: &Device) -> Result<Option<Tensor>> {
-    if t == 1 {
-        return Ok(None);
-    }
-    let values: Vec<f32> = (0..t)
-        .flat_map(|i| {
-            (0..past + t).map(move |j| if j > past + i { f32::NEG_INFINITY } else { 0.0 })
-        })
-        .collect();
-    Tensor::from_vec(values, (t, past + t), device)
-        .map(Some)
-        .map_err(e)
-}
-
-fn rotary_tables(
-    head_dim: usize,
-    len: usize,
-    base: f32,
-    device: &Device,
-) -> Result<(Tensor, Tensor)> {
-    let half = head_dim / 2;
-    let inverse: Vec<f32> = (0..half)
-        .map(|i| 1.0 / base.powf(2.0 * i as f32 / head_dim as f32))
-        .collect();
-    let mut cos = Vec::with_capacity(len * half);
-    let mut sin = Vec::with_capacity(len * half);
-    for position in 0..len {
-        for f in &inverse {
-            let angle = position as f32 * f;
-            cos.push(angle.cos());
-            sin.push(angle.sin());
-        }
-    }
-    Ok((
-        Tensor::from_vec(cos, (len, half), device).map_err(e)?,
-        Tensor::from_vec(sin, (len, half), device).map_err(e)?,
-    ))
-}
+pub(super) use super::attention::{Attention, post_norm, rms_norm};
+pub(super) use super::tables::{attention_mask, rotary_tables};

@@ -3,7 +3,7 @@
 //! held as the judge decoder's matrices. Llama and qwen2 checkpoints keep
 //! q/k in the rotate-half layout, so both rotate halves.
 
-use super::model::{JudgeDecoder, Layer, RopeStyle, Shape};
+use super::model::{Activation, JudgeDecoder, Layer, RopeStyle, Shape};
 use candle_core::quantized::QMatMul;
 use candle_core::{Device, Tensor};
 use std::path::Path;
@@ -58,6 +58,11 @@ pub fn load(dir: &Path, spec: &DecoderSpec, device: &Device) -> Result<JudgeDeco
             gate: QMatMul::Tensor(take(&n.gate)?),
             up: QMatMul::Tensor(take(&n.up)?),
             down: QMatMul::Tensor(take(&n.down)?),
+            q_norm: None,
+            k_norm: None,
+            post_attn_norm: None,
+            post_ffn_norm: None,
+            sliding: false,
         });
     }
     let norm = take(FINAL_NORM)?;
@@ -76,7 +81,13 @@ pub fn load(dir: &Path, spec: &DecoderSpec, device: &Device) -> Result<JudgeDeco
             eps: spec.rms_norm_eps,
             rope: RopeStyle::Halves,
             freq_base: spec.rope_theta as f32,
+            position_scale: 1.0,
             context_length: spec.max_position_embeddings.min(32_768),
+            head_dim: None,
+            embed_scale: None,
+            activation: Activation::Silu,
+            attention_scale: None,
+            sliding_window: None,
         },
         device,
     )

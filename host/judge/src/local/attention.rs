@@ -1,0 +1,99 @@
+//! Attention inside a block: projections, per-head norms, rotary
+//! embeddings, grouped-query scores.
+
+use super::model::{JudgeDecoder, Layer, Result, RopeStyle, e};
+use candle_core::quantized::QMatMul;
+use candle_core::{Module, Tensor};
+
+impl JudgeDecoder {
+    /// A layer's queries and keys (normed per head where the architecture
+    /// does, then rotated) and values from the normed input `h` of `(rows,
+    /// positions)` tokens, as `[rows, heads, positions, head_dim]`: a
+    /// prompt is one row of many positions, a decoding batch many rows of
+    /// one.
+    pub(super) fn query_key_value(
+        &self,
+        layer: &Layer,
+        h: &Tensor,
+        (rows, positions): (usize, usize),
+        cos: &Tensor,
+        sin: &Tensor,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        let project = |w: &QMatMul, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
+            let mut y = w.forward(h).map_err(e)?;
+            if let Some(bias) = bias {
+                y = y.broadcast_add(bias).map_err(e)?;
+            }
+            y.reshape((rows, positions, heads, self.head_dim))
+                .and_then(|y| y.transpose(1, 2))
+                .and_then(|y| y.contiguous())
+                .map_err(e)
+        };
+        let q = project(&layer.q, &layer.q_bias, self.heads)?;
+        let k = project(&layer.k, &layer.k_bias, self.kv_heads)?;
+        let q = post_norm(q, &layer.q_norm, self.eps)?;
+        let k = post_norm(k, &layer.k_norm, self.eps)?;
+        let q = self.rotate(&q, cos, sin)?;
+        let k = self.rotate(&k, cos, sin)?;
+        let v = project(&layer.v, &layer.v_bias, self.kv_heads)?;
+        Ok((q, k, v))
+    }
+
+    pub(super) fn rotate(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+        match self.rope {
+            RopeStyle::Adjacent => candle_nn::rotary_emb::rope_i(x, cos, sin),
+            RopeStyle::Halves => candle_nn::rotary_emb::rope(x, cos, sin),
+        }
+        .map_err(e)
+    }
+
+    pub(super) fn attend(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        mask: &Option<Tensor>,
+    ) -> Result<Tensor> {
+        let repeat = self.heads / self.kv_heads;
+        let widen = |x: &Tensor| -> Result<Tensor> {
+            if repeat == 1 {
+                return Ok(x.clone());
+            }
+            let (b, kv, len, d) = x.dims4().map_err(e)?;
+            x.unsqueeze(2)
+                .and_then(|x| x.expand((b, kv, repeat, len, d)))
+                .and_then(|x| x.reshape((b, kv * repeat, len, d)))
+                .map_err(e)
+        };
+        let (k, v) = (widen(k)?, widen(v)?);
+        let mut scores = (q
+            .matmul(&k.t().map_err(e)?.contiguous().map_err(e)?)
+            .map_err(e)?
+            * self.attention_scale)
+            .map_err(e)?;
+        if let Some(mask) = mask {
+            scores = scores.broadcast_add(mask).map_err(e)?;
+        }
+        let weights = candle_nn::ops::softmax_last_dim(&scores).map_err(e)?;
+        weights.matmul(&v.contiguous().map_err(e)?).map_err(e)
+    }
+}
+
+/// Rotary tables and mask of one kind of layer for one forward pass.
+pub(super) struct Attention {
+    pub(super) cos: Tensor,
+    pub(super) sin: Tensor,
+    pub(super) mask: Option<Tensor>,
+}
+
+pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
+    candle_nn::ops::rms_norm(x, weight, eps as f32).map_err(e)
+}
+
+/// `x` RMS-normed by `weight` over its last dimension, when there is one.
+pub(super) fn post_norm(x: Tensor, weight: &Option<Tensor>, eps: f64) -> Result<Tensor> {
+    match weight {
+        Some(w) => rms_norm(&x.contiguous().map_err(e)?, w, eps),
+        None => Ok(x),
+    }
+}

@@ -1,0 +1,64 @@
+//! The fixed tensors of attention: rotary tables and causal masks.
+
+use super::model::{Result, e};
+use candle_core::{Device, Tensor};
+
+/// `-inf` where position `past + i` must not see position `j`: a later
+/// token, or (with a sliding `window`) one `window` or more positions
+/// back. `None` for a single new token with no window to apply, which
+/// sees everything.
+pub(crate) fn attention_mask(
+    t: usize,
+    past: usize,
+    window: Option<usize>,
+    device: &Device,
+) -> Result<Option<Tensor>> {
+    let window = window.unwrap_or(usize::MAX);
+    if t == 1 && past < window {
+        return Ok(None);
+    }
+    let values: Vec<f32> = (0..t)
+        .flat_map(|i| {
+            let at = past + i;
+            (0..past + t).map(move |j| {
+                if j > at || at - j >= window {
+                    f32::NEG_INFINITY
+                } else {
+                    0.0
+                }
+            })
+        })
+        .collect();
+    Tensor::from_vec(values, (t, past + t), device)
+        .map(Some)
+        .map_err(e)
+}
+
+/// cos and sin of every position's angle per pair of a head's
+/// dimensions, `[len, head_dim / 2]`; positions are divided by
+/// `position_scale` (linear rope scaling).
+pub(crate) fn rotary_tables(
+    head_dim: usize,
+    len: usize,
+    base: f32,
+    position_scale: f32,
+    device: &Device,
+) -> Result<(Tensor, Tensor)> {
+    let half = head_dim / 2;
+    let inverse: Vec<f32> = (0..half)
+        .map(|i| 1.0 / base.powf(2.0 * i as f32 / head_dim as f32))
+        .collect();
+    let mut cos = Vec::with_capacity(len * half);
+    let mut sin = Vec::with_capacity(len * half);
+    for position in 0..len {
+        for f in &inverse {
+            let angle = position as f32 / position_scale * f;
+            cos.push(angle.cos());
+            sin.push(angle.sin());
+        }
+    }
+    Ok((
+        Tensor::from_vec(cos, (len, half), device).map_err(e)?,
+        Tensor::from_vec(sin, (len, half), device).map_err(e)?,
+    ))
+}
