@@ -325,3 +325,116 @@ fn healthbench_examples_score_through_a_local_judge_with_cost() {
     assert!(cost.device_seconds > 0.0 && cost.usd > 0.0);
     assert!(summary.to_string().contains("device_seconds="));
 }
+
+/// A judge model that cannot answer a batch (it rambles instead of giving
+/// a JSON list) and cannot answer some items even alone: each batch is
+/// asked again item by item, every row is still scored over the items
+/// that got a verdict, and the row names the ones that did not. No row is
+/// lost to one item.
+#[test]
+fn a_bad_batch_answer_is_asked_again_item_by_item_and_no_row_is_lost() {
+    use verifine_judge::scripted_server::{completion, serve};
+    let dir = scratch_dir("healthbench-retry");
+    let line = |c: &str| c.split_whitespace().collect::<Vec<_>>().join(" ");
+    let met = move |criterion: &str| line(criterion).chars().count() % 2 == 0;
+    // One item in five cannot be judged at all.
+    let hopeless = move |criterion: &str| line(criterion).len() % 5 == 0;
+    let server = serve(move |_, body| {
+        let question = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let items = question
+            .split("# Rubric items\n")
+            .nth(1)
+            .unwrap_or_default();
+        let items: Vec<&str> = items
+            .split("\n\n# Instructions")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.split_once(". ").map_or(l, |(_, item)| item))
+            .collect();
+        match items.as_slice() {
+            [one] if !hopeless(one) => {
+                completion(&json!({"explanation": "checked", "criteria_met": met(one)}).to_string())
+            }
+            _ => completion("Let me think about each of these items carefully"),
+        }
+    });
+    let source = std::fs::read_to_string(shared_data("healthbench/examples.jsonl")).unwrap();
+    let (mut inputs, mut expected, mut unjudged) = (Vec::new(), Vec::new(), Vec::new());
+    for text in source.lines() {
+        let row: Value = serde_json::from_str(text).unwrap();
+        let rubrics = row["rubrics"].as_array().unwrap();
+        let (mut achieved, mut positive, mut missing) = (0.0, 0.0, Vec::new());
+        for (i, r) in rubrics.iter().enumerate() {
+            let criterion = r["criterion"].as_str().unwrap();
+            if hopeless(criterion) {
+                missing.push(format!("item-{i}"));
+                continue;
+            }
+            let points = r["points"].as_f64().unwrap();
+            positive += points.max(0.0);
+            if met(criterion) {
+                achieved += points;
+            }
+        }
+        // A row none of whose items can be judged fails, naming them.
+        let none_judged = missing.len() == rubrics.len();
+        expected.push((positive > 0.0 && !none_judged).then(|| achieved / positive));
+        unjudged.push(missing);
+        inputs.push(json!({
+            "id": row["prompt_id"], "prompt": conversation(&row),
+            "response": "(a response)", "context": {"rubrics": rubrics},
+        }));
+    }
+    assert!(
+        unjudged.iter().any(|m| !m.is_empty()),
+        "the test needs hopeless items"
+    );
+    let judges = dir.join("judges.toml");
+    std::fs::write(
+        &judges,
+        format!(
+            "[judges.judge]\nbackend = {{ kind = \"openai-http\", base_url = \"{}\", model = \"tiny\", concurrency = 8 }}\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let (input, output) = (dir.join("in.jsonl"), dir.join("out.jsonl"));
+    write_rows(&input, &inputs);
+    let summary = score(&ScoreArgs {
+        rubric: Some("healthbench".into()),
+        input,
+        output: output.clone(),
+        judges: Some(judges),
+        ..ScoreArgs::default()
+    })
+    .unwrap();
+    let rows = assert_totals(&output, &expected);
+    let mut failed = 0;
+    for ((row, missing), text) in rows.iter().zip(&unjudged).zip(source.lines()) {
+        let items = serde_json::from_str::<Value>(text).unwrap()["rubrics"]
+            .as_array()
+            .unwrap()
+            .len();
+        if missing.len() == items {
+            let error = row.error.as_deref().unwrap_or_default();
+            assert!(
+                missing.iter().all(|id| error.contains(id.as_str())),
+                "{error}"
+            );
+            failed += 1;
+            continue;
+        }
+        let explanation = row.explanation.as_deref().unwrap_or_default();
+        for id in missing {
+            assert!(
+                explanation.contains(&format!("{id} (")),
+                "{}: {explanation}",
+                row.id
+            );
+        }
+        assert_eq!(explanation.contains("unjudged"), !missing.is_empty());
+    }
+    assert_eq!(summary.errors, failed);
+    assert!(failed < 3, "most rows keep a score");
+}

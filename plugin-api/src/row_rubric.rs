@@ -58,6 +58,26 @@ pub struct JudgedRow {
     pub points: Vec<f64>,
     /// Whether each item was met; a verdict without `met` counts as met at score ≥ 0.5.
     pub met: Vec<bool>,
+    /// Items the judge model could not answer about even when asked
+    /// alone: `(criterion id, why)`. They are left out of the four lists
+    /// above, so the row is scored over the items that were judged, and a
+    /// plugin names them in its explanation.
+    pub unjudged: Vec<(String, String)>,
+}
+
+impl JudgedRow {
+    /// "; unjudged: item-4 (why), …", or nothing when every item was judged.
+    pub fn unjudged_note(&self) -> String {
+        if self.unjudged.is_empty() {
+            return String::new();
+        }
+        let names: Vec<String> = self
+            .unjudged
+            .iter()
+            .map(|(id, why)| format!("{id} ({why})"))
+            .collect();
+        format!("; unjudged: {}", names.join(", "))
+    }
 }
 
 /// How the judge answers about rubric items.
@@ -229,7 +249,9 @@ pub fn parse_verdicts(
 /// Reads the row's rubric items from the sample's context and resolves a
 /// verdict for each: from the row when it has one, else from the judge
 /// model, `grader.batch` items per query (all of a sample's queries in one
-/// host call).
+/// host call). A query whose answer cannot be read is asked again item by
+/// item; items still without a verdict are reported in
+/// [`JudgedRow::unjudged`], and the call fails only when no item has one.
 pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, String> {
     let row: RowRubric = sample.context_as()?;
     if let Some(verdicts) = &row.verdicts
@@ -261,7 +283,82 @@ pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, S
     }
     let yes_no = grader.answer == AnswerFormat::YesNo;
     let per_query = if yes_no { 1 } else { grader.batch.max(1) };
-    let batches: Vec<&[usize]> = to_ask.chunks(per_query).collect();
+    let batches: Vec<Vec<usize>> = to_ask.chunks(per_query).map(<[usize]>::to_vec).collect();
+    // A batch whose answer cannot be read is asked again item by item,
+    // once: one bad answer must not cost the other items their verdicts.
+    let mut unjudged = Vec::new();
+    let retry = ask_and_read(sample, grader, &row, &ids, &batches, &mut verdicts);
+    let singles: Vec<Vec<usize>> = retry
+        .iter()
+        .flat_map(|(b, _)| b.iter().map(|&i| vec![i]))
+        .collect();
+    for (batch, why) in ask_and_read(sample, grader, &row, &ids, &singles, &mut verdicts) {
+        unjudged.extend(batch.iter().map(|&i| (ids[i].clone(), why.clone())));
+    }
+    if !to_ask.is_empty() && unjudged.len() == to_ask.len() && verdicts.iter().all(Option::is_none)
+    {
+        let failures: Vec<String> = unjudged
+            .iter()
+            .map(|(id, why)| format!("{id}: {why}"))
+            .collect();
+        return Err(format!(
+            "no verdict in the sample's context and the judge model could not answer ({})",
+            failures.join("; ")
+        ));
+    }
+    let judged: Vec<bool> = verdicts.iter().map(Option::is_some).collect();
+    let verdicts: Vec<Verdict> = verdicts.into_iter().flatten().collect();
+    let met = verdicts
+        .iter()
+        .map(|v| v.met.unwrap_or(v.score >= 0.5))
+        .collect();
+    let criteria = row
+        .rubrics
+        .iter()
+        .zip(&ids)
+        .zip(&judged)
+        .filter(|(_, judged)| **judged)
+        .map(|((item, id), _)| {
+            let axis = item
+                .tags
+                .iter()
+                .find_map(|t| t.strip_prefix("axis:"))
+                .unwrap_or("overall");
+            Criterion::new(id, &item.criterion, item.points)
+                .in_dimension(axis)
+                .with_tags(item.tags.iter().cloned())
+        })
+        .collect();
+    Ok(JudgedRow {
+        criteria,
+        verdicts,
+        points: row
+            .rubrics
+            .iter()
+            .zip(&judged)
+            .filter(|(_, judged)| **judged)
+            .map(|(r, _)| r.points)
+            .collect(),
+        met,
+        unjudged,
+    })
+}
+
+/// Asks the judge model about each batch of item indices (all in one host
+/// call) and fills `verdicts`; returns the batches whose answer could not
+/// be read, with why.
+fn ask_and_read(
+    sample: &Sample,
+    grader: &Grader,
+    row: &RowRubric,
+    ids: &[String],
+    batches: &[Vec<usize>],
+    verdicts: &mut [Option<Verdict>],
+) -> Vec<(Vec<usize>, String)> {
+    if batches.is_empty() {
+        return Vec::new();
+    }
+    let yes_no = grader.answer == AnswerFormat::YesNo;
     let queries: Vec<JudgeQuery> = batches
         .iter()
         .map(|batch| {
@@ -283,13 +380,8 @@ pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, S
             query
         })
         .collect();
-    let answers = if queries.is_empty() {
-        Vec::new()
-    } else {
-        ask_judges(&queries)
-    };
-    let mut failures = Vec::new();
-    for (batch, answer) in batches.iter().zip(answers) {
+    let mut failed = Vec::new();
+    for (batch, answer) in batches.iter().zip(ask_judges(&queries)) {
         let read = answer.and_then(|answer| {
             if yes_no {
                 let met = crate::verdicts::parse_yes_no(&answer.text)?;
@@ -309,44 +401,10 @@ pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, S
                     verdicts[i] = Some(verdict);
                 }
             }
-            Err(e) => {
-                let names: Vec<&str> = batch.iter().map(|&i| ids[i].as_str()).collect();
-                failures.push(format!("{}: {e}", names.join(", ")));
-            }
+            Err(e) => failed.push((batch.clone(), e)),
         }
     }
-    if !failures.is_empty() {
-        return Err(format!(
-            "no verdict in the sample's context and the judge model could not answer ({})",
-            failures.join("; ")
-        ));
-    }
-    let verdicts: Vec<Verdict> = verdicts.into_iter().map(Option::unwrap).collect();
-    let met = verdicts
-        .iter()
-        .map(|v| v.met.unwrap_or(v.score >= 0.5))
-        .collect();
-    let criteria = row
-        .rubrics
-        .iter()
-        .zip(&ids)
-        .map(|(item, id)| {
-            let axis = item
-                .tags
-                .iter()
-                .find_map(|t| t.strip_prefix("axis:"))
-                .unwrap_or("overall");
-            Criterion::new(id, &item.criterion, item.points)
-                .in_dimension(axis)
-                .with_tags(item.tags.iter().cloned())
-        })
-        .collect();
-    Ok(JudgedRow {
-        criteria,
-        verdicts,
-        points: row.rubrics.iter().map(|r| r.points).collect(),
-        met,
-    })
+    failed
 }
 
 #[cfg(test)]

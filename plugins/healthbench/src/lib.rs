@@ -41,15 +41,19 @@ impl Rubric for HealthBench {
 
     fn judge(config: &RowRubricConfig, _: &Context, sample: &Sample) -> Result<Judgment, String> {
         let row = judge_row_rubric(sample, &Grader::conversation().configured(config)?)?;
-        let met = row.met;
-        let total = score(&row.points, &met);
+        let met = &row.met;
+        let total = score(&row.points, met);
         let explanation = match total {
             Some(_) => format!(
-                "{} of {} items met",
+                "{} of {} items met{}",
                 met.iter().filter(|m| **m).count(),
-                met.len()
+                met.len(),
+                row.unjudged_note()
             ),
-            None => "no rubric item has positive points: score undefined".to_string(),
+            None => format!(
+                "no judged rubric item has positive points: score undefined{}",
+                row.unjudged_note()
+            ),
         };
         Ok(Judgment::from_verdicts(row.verdicts)
             .with_total(total)

@@ -60,6 +60,7 @@ impl Rubric for PrBench {
 
     fn judge(config: &RowRubricConfig, _: &Context, sample: &Sample) -> Result<Judgment, String> {
         let row = judge_row_rubric(sample, &task_grader().configured(config)?)?;
+        let unjudged = row.unjudged_note();
         let mut judgment = Judgment::from_verdicts(row.verdicts).with_criteria(row.criteria);
         match scores(&row.points, &row.met) {
             Some(s) => {
@@ -70,7 +71,14 @@ impl Rubric for PrBench {
                     judgment = judgment.with_sub_score("ratio", ratio);
                 }
             }
-            None => judgment = judgment.because("rubric has no weighted items: score undefined"),
+            None => {
+                judgment = judgment.because(format!(
+                    "rubric has no weighted judged items: score undefined{unjudged}"
+                ));
+            }
+        }
+        if !unjudged.is_empty() && judgment.explanation.is_none() {
+            judgment = judgment.because(unjudged.trim_start_matches("; ").to_string());
         }
         Ok(judgment)
     }
