@@ -115,6 +115,11 @@ pub struct HttpConfig {
     /// plus up to as much again of jitter (a `Retry-After` header wins).
     #[serde(default = "defaults::backoff_ms")]
     pub backoff_ms: u64,
+    /// Sent with every query that names no temperature of its own: a
+    /// server's default samples, and a grader's verdicts must not depend
+    /// on a draw (0: greedy).
+    #[serde(default)]
+    pub temperature: f32,
 }
 
 /// USD per million tokens.

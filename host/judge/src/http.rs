@@ -74,7 +74,8 @@ impl HttpBackend {
                     .iter()
                     .enumerate()
                     .map(|(i, request)| {
-                        let body = request_body(&self.config.model, request);
+                        let body =
+                            request_body(&self.config.model, self.config.temperature, request);
                         let sender = Sender {
                             client: self.client.clone(),
                             url: self.url.clone(),
@@ -222,7 +223,11 @@ impl Sender {
 }
 
 /// The chat-completions request for one query.
-pub fn request_body(model: &str, request: &ModelRequest) -> std::result::Result<String, String> {
+pub fn request_body(
+    model: &str,
+    temperature: f32,
+    request: &ModelRequest,
+) -> std::result::Result<String, String> {
     let mut messages = Vec::new();
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -241,9 +246,7 @@ pub fn request_body(model: &str, request: &ModelRequest) -> std::result::Result<
         "messages": messages,
         "max_tokens": max_tokens,
     });
-    if let Some(t) = request.temperature {
-        body["temperature"] = json!(t);
-    }
+    body["temperature"] = json!(request.temperature.unwrap_or(temperature));
     if !request.stop.is_empty() {
         body["stop"] = json!(request.stop);
     }
@@ -257,9 +260,15 @@ pub fn request_body(model: &str, request: &ModelRequest) -> std::result::Result<
             "json_schema": {"name": "answer", "strict": true, "schema": schema},
         });
     }
-    if request.top_logprobs > 0 {
+    // A choice's confidence is read from the log-probabilities of the
+    // token where the choices part ways.
+    let top_logprobs = match request.choices.len() {
+        0 => request.top_logprobs,
+        n => request.top_logprobs.max(n.min(20) as u32),
+    };
+    if top_logprobs > 0 {
         body["logprobs"] = json!(true);
-        body["top_logprobs"] = json!(request.top_logprobs);
+        body["top_logprobs"] = json!(top_logprobs);
     }
     Ok(body.to_string())
 }

@@ -268,6 +268,12 @@ fn healthbench_examples_score_through_llama_server() {
         assert!(s.error.is_none(), "{:?}", s.error);
         for v in &s.judgment.as_ref().unwrap().verdicts {
             assert!(v.met.is_some(), "{v:?}");
+            // A confidence, when the server's log-probabilities cover
+            // both choices (the random model's rarely do), is the chosen
+            // one's renormalized probability.
+            if let Some(confidence) = v.confidence {
+                assert!((0.5..=1.0).contains(&confidence), "{v:?}");
+            }
         }
     }
     let ledger = judges.ledgers()["judge"];
