@@ -344,6 +344,25 @@ pub fn judge_row_rubric(sample: &Sample, grader: &Grader) -> Result<JudgedRow, S
     })
 }
 
+/// The JSON schema of the answer about `items` rubric items, as the
+/// grader template asks for it: one object with an explanation and
+/// `criteria_met`, or a list of exactly `items` objects. Sent with the
+/// query, a server that enforces schemas (and the local judge) can only
+/// answer within it.
+pub fn verdict_schema(items: usize) -> String {
+    // Written out, so the explanation comes before the verdict whatever
+    // order a JSON map keeps.
+    const VERDICT: &str = r#"{"type": "object", "properties": {"criteria_met": {"type": "boolean"}}, "required": ["criteria_met"], "additionalProperties": false}"#;
+    const EXPLAINED: &str = r#"{"type": "object", "properties": {"explanation": {"type": "string", "maxLength": 300}, "criteria_met": {"type": "boolean"}}, "required": ["explanation", "criteria_met"], "additionalProperties": false}"#;
+    if items == 1 {
+        EXPLAINED.to_string()
+    } else {
+        format!(
+            r#"{{"type": "array", "minItems": {items}, "maxItems": {items}, "items": {VERDICT}}}"#
+        )
+    }
+}
+
 /// Asks the judge model about each batch of item indices (all in one host
 /// call) and fills `verdicts`; returns the batches whose answer could not
 /// be read, with why.
@@ -376,6 +395,8 @@ fn ask_and_read(
                 // Room for the choice as a quoted JSON string, even in a
                 // vocabulary of single bytes.
                 query.max_tokens = 8;
+            } else {
+                query = query.with_json_schema(verdict_schema(batch.len()));
             }
             query
         })
@@ -432,6 +453,24 @@ mod tests {
         );
         assert!(parse_verdicts("[true, \"maybe\"]", 2).is_err());
         assert!(parse_verdicts("yes", 2).is_err());
+    }
+
+    #[test]
+    fn verdict_schemas_are_json_and_ask_for_what_the_template_asks() {
+        let one: serde_json::Value = serde_json::from_str(&verdict_schema(1)).unwrap();
+        assert_eq!(
+            one["required"],
+            serde_json::json!(["explanation", "criteria_met"])
+        );
+        let three: serde_json::Value = serde_json::from_str(&verdict_schema(3)).unwrap();
+        assert_eq!(
+            (three["minItems"].as_u64(), three["maxItems"].as_u64()),
+            (Some(3), Some(3))
+        );
+        assert_eq!(
+            three["items"]["properties"]["criteria_met"]["type"],
+            "boolean"
+        );
     }
 
     #[test]

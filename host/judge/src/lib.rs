@@ -378,7 +378,11 @@ mod tests {
         // `"` then `YES`: the quote is certain; YES and NO compete after it.
         let answer = [
             step("\"", 0.0, &[("\"", 0.0)]),
-            step("YES", -0.5, &[("YES", -0.5), (" NO", -1.5), ("maybe", -2.0)]),
+            step(
+                "YES",
+                -0.5,
+                &[("YES", -0.5), (" NO", -1.5), ("maybe", -2.0)],
+            ),
             step("\"", 0.0, &[]),
         ];
         let confidence = choice_confidence(&answer, "YES", &choices);

@@ -7,7 +7,7 @@
 //! weight products are paid once per step, not once per answer.
 
 use super::model::KvCache;
-use super::{LocalBackend, argmax, sample, top_k};
+use super::{LocalBackend, argmax, sample, schema, top_k};
 use crate::http::Exchange;
 use std::time::Instant;
 use verifine_base::SplitMix64;
@@ -113,6 +113,15 @@ fn start<'a>(backend: &LocalBackend, request: &'a ModelRequest) -> Started<'a> {
         Ok(p) => p,
         Err(e) => return Started::Done(Err(e), started.elapsed().as_secs_f64()),
     };
+    if let Some(schema) = &request.json_schema {
+        let answer = schema::Schema::parse(schema).and_then(|schema| {
+            let mut cursor = schema::Cursor::new(backend, cache, next);
+            cursor.value(&schema, "")?;
+            usage.output += cursor.tokens as u64;
+            Ok(backend.answer(cursor.text, Vec::new(), usage, started))
+        });
+        return Started::Done(answer, started.elapsed().as_secs_f64());
+    }
     if !request.choices.is_empty() {
         let answer = backend
             .choose(request, cache, &next, &mut usage)

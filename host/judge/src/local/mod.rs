@@ -12,14 +12,15 @@
 //! **Constrained verdicts.** A query with `choices` is answered by scoring
 //! each choice as a continuation and taking the likeliest; the answer's
 //! log-probabilities are the choices' renormalized over the choices, so
-//! `exp` of the first is the confidence. A JSON schema cannot be enforced
-//! here and is ignored (the plugin parses what it gets, as with any model).
+//! `exp` of the first is the confidence. A query with a JSON schema is
+//! answered within it ([`schema`]), so the answer always parses.
 
 mod attention;
 mod decode;
 mod gguf_load;
 pub mod model;
 pub mod safetensors;
+pub mod schema;
 mod tables;
 pub mod tiny;
 pub mod vocabulary;
