@@ -183,3 +183,111 @@ fn smollm2_continues_as_llama_server() {
 fn gemma3_continues_as_llama_server() {
     continues_as_llama_server("gemma3");
 }
+
+/// HealthBench's shared examples through SmolLM2 in this process, both
+/// answer formats: YES/NO per item, and JSON lists of three verdicts (the
+/// default; over HTTP without a schema SmolLM2 parsed none of them). Every
+/// row comes back scored, or failed with the criteria it could not judge
+/// named; with the schema enforced, every answer parses.
+fn healthbench_through_smollm2(answer: &str, rows: usize) {
+    let model = match fetch_model("smollm2") {
+        Ok(path) => path,
+        Err(why) => {
+            eprintln!("SKIPPED HealthBench through SmolLM2: {why}");
+            return;
+        }
+    };
+    let text = format!(
+        "[judges.judge]\nbackend = {{ kind = \"local-gguf\", path = {:?} }}\n",
+        model.display().to_string()
+    );
+    let judges = std::sync::Arc::new(
+        verifine_judge::Judges::new(
+            &verifine_judge::JudgesConfig::parse(&text, "judges.toml").unwrap(),
+        )
+        .unwrap(),
+    );
+    let runtime = verifine_runtime::Runtime::with_cache(Default::default(), None)
+        .unwrap()
+        .with_judges(judges.clone());
+    let plugins = verifine_runtime::scoring::RewardPlugins::load(
+        &runtime,
+        "healthbench",
+        &serde_json::json!({"answer": answer}),
+        None,
+        &serde_json::json!({}),
+    )
+    .unwrap();
+    let data = std::env::var_os("VERIFINE_SHARED_DATA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/data"));
+    let text = std::fs::read_to_string(data.join("healthbench/examples.jsonl")).unwrap();
+    let mut samples = Vec::new();
+    for line in text.lines().take(rows) {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let conversation: Vec<String> = row["prompt"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}: {}",
+                    t["role"].as_str().unwrap(),
+                    t["content"].as_str().unwrap()
+                )
+            })
+            .collect();
+        let mut sample = verifine_runtime::Sample::new(
+            row["prompt_id"].as_str().unwrap(),
+            conversation.join("\n"),
+            "I'm sorry you're dealing with this. Rest, drink water, and see a doctor \
+             if it gets worse or you notice anything alarming.",
+        );
+        sample.context = serde_json::json!({"rubrics": row["rubrics"]}).to_string();
+        samples.push(sample);
+    }
+    let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 1, 1, &|_| {}).unwrap();
+    let mut verdicts = 0;
+    for s in &scored {
+        if let Some(error) = &s.error {
+            assert!(
+                error.contains("item-"),
+                "an error that names no criterion: {error}"
+            );
+            continue;
+        }
+        let judgment = s.judgment.as_ref().unwrap();
+        assert!(
+            !judgment
+                .explanation
+                .as_deref()
+                .unwrap_or_default()
+                .contains("unjudged"),
+            "an item without a verdict: {judgment:?}"
+        );
+        verdicts += judgment.verdicts.len();
+    }
+    let failed = scored.iter().filter(|s| s.error.is_some()).count();
+    let ledger = judges.ledgers()["judge"];
+    eprintln!(
+        "HealthBench through SmolLM2 ({answer}): {} rows, {failed} failed, {verdicts} verdicts, {} calls ({} failed), {:.0} device seconds",
+        scored.len(),
+        ledger.calls,
+        ledger.failures,
+        ledger.device_seconds
+    );
+    assert_eq!(failed, 0);
+    assert_eq!(ledger.failures, 0, "every answer parsed");
+}
+
+// The first rows keep CI to a couple of minutes; all 30 run in
+// `bench/healthbench/local.sh` (BENCHMARKS.md: 30 rows, 352 verdicts).
+#[test]
+fn healthbench_examples_score_through_smollm2_in_process_yes_no() {
+    healthbench_through_smollm2("yes-no", 6);
+}
+
+#[test]
+fn healthbench_examples_score_through_smollm2_in_process_json() {
+    healthbench_through_smollm2("json", 4);
+}

@@ -8,10 +8,51 @@
 
 use super::model::{Activation, JudgeDecoder, Layer, Result, RopeStyle, Shape, SlidingWindow, e};
 use candle_core::Device;
-use candle_core::quantized::{QMatMul, gguf_file::Content};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file::Content};
 use std::io::{Read, Seek};
 
 const GEMMA3_GLOBAL_EVERY: usize = 6;
+/// Matrices without a SIMD kernel are widened to f32 while the widened
+/// ones stay under this size, else requantized to Q8_0.
+const WIDEN_TO_F32_BYTES: usize = 4 << 30;
+
+/// How matrices without a fast kernel on this device are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Widen {
+    F32,
+    Q8_0,
+}
+
+/// Whether candle has a SIMD dot product for `dtype` on the CPU. Others
+/// (Q4_1, Q5_0, Q5_1, Q8_1) run scalar code, tens of times slower than
+/// llama.cpp on the same file (measured on SmolLM2's Q4_1: a HealthBench
+/// run did not finish in 25 minutes).
+fn has_cpu_kernel(dtype: GgmlDType) -> bool {
+    use GgmlDType::*;
+    matches!(
+        dtype,
+        F32 | F16 | BF16 | Q4_0 | Q8_0 | Q2K | Q3K | Q4K | Q5K | Q6K | Q8K
+    )
+}
+
+/// On the CPU, how the file's slow matrices are held (`None`: none are
+/// slow, or another device).
+fn slow_on_this_device(content: &Content, device: &Device) -> Option<Widen> {
+    if !device.is_cpu() {
+        return None;
+    }
+    let slow: usize = content
+        .tensor_infos
+        .values()
+        .filter(|t| !has_cpu_kernel(t.ggml_dtype))
+        .map(|t| t.shape.elem_count())
+        .sum();
+    match slow {
+        0 => None,
+        n if n * 4 <= WIDEN_TO_F32_BYTES => Some(Widen::F32),
+        _ => Some(Widen::Q8_0),
+    }
+}
 const GEMMA3_LOCAL_ROPE_BASE: f32 = 10_000.0;
 
 impl JudgeDecoder {
@@ -74,7 +115,19 @@ impl JudgeDecoder {
                 .map_err(|err| format!("{name}: {err}"))
         };
         let dense = |t: candle_core::quantized::QTensor| t.dequantize(device).map_err(e);
-        let matmul = |t| QMatMul::from_qtensor(t).map_err(e);
+        let slow = slow_on_this_device(content, device);
+        let matmul = |t: QTensor| -> Result<QMatMul> {
+            let Some(widen) = slow.filter(|_| !has_cpu_kernel(t.dtype())) else {
+                return QMatMul::from_qtensor(t).map_err(e);
+            };
+            let dense = t.dequantize(device).map_err(e)?;
+            match widen {
+                Widen::F32 => Ok(QMatMul::Tensor(dense)),
+                Widen::Q8_0 => QTensor::quantize(&dense, GgmlDType::Q8_0)
+                    .and_then(QMatMul::from_qtensor)
+                    .map_err(e),
+            }
+        };
         let embedding = dense(tensor("token_embd.weight")?)?;
         // No capacity from the file's word: a missing block fails below.
         let mut layers = Vec::new();

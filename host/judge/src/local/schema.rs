@@ -59,10 +59,13 @@ impl Schema {
     pub fn parse(text: &str) -> Result<Schema, String> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| format!("the query's JSON schema is not JSON: {e}"))?;
-        Self::from_value(&value)
+        Self::from_value(&value, text)
     }
 
-    fn from_value(v: &Value) -> Result<Schema, String> {
+    /// `text` is the schema as written: a JSON map here does not keep
+    /// the order of its keys, and properties are written in the order
+    /// the schema lists them (an explanation before its verdict).
+    fn from_value(v: &Value, text: &str) -> Result<Schema, String> {
         if let Some(values) = v.get("enum").and_then(Value::as_array) {
             if values.is_empty() {
                 return Err("an empty enum".into());
@@ -79,10 +82,15 @@ impl Schema {
                 let Some(properties) = v.get("properties").and_then(Value::as_object) else {
                     return Err("an object schema without properties".into());
                 };
-                let fields = properties
+                let mut fields = properties
                     .iter()
-                    .map(|(name, s)| Ok((name.clone(), Self::from_value(s)?)))
+                    .map(|(name, s)| Ok((name.clone(), Self::from_value(s, text)?)))
                     .collect::<Result<Vec<_>, String>>()?;
+                let written_at = |name: &str| {
+                    let quoted = serde_json::to_string(name).unwrap_or_default();
+                    text.find(&quoted).unwrap_or(usize::MAX)
+                };
+                fields.sort_by_key(|(name, _)| written_at(name));
                 Schema::Object(fields)
             }
             "array" => {
@@ -93,7 +101,7 @@ impl Schema {
                     return Err(format!("maxItems {max} below minItems {min}"));
                 }
                 Schema::Array {
-                    items: Box::new(Self::from_value(items)?),
+                    items: Box::new(Self::from_value(items, text)?),
                     min,
                     max,
                 }
@@ -371,6 +379,18 @@ mod tests {
         );
         assert!(Schema::parse(r#"{"type": "array"}"#).is_err());
         assert!(Schema::parse("not json").is_err());
+    }
+
+    #[test]
+    fn properties_keep_the_order_they_are_written_in() {
+        let schema = Schema::parse(
+            r#"{"type": "object", "properties": {"explanation": {"type": "string"}, "criteria_met": {"type": "boolean"}}}"#,
+        )
+        .unwrap();
+        let Schema::Object(fields) = schema else {
+            panic!()
+        };
+        assert_eq!(fields[0].0, "explanation");
     }
 
     #[test]

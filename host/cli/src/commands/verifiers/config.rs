@@ -94,6 +94,11 @@ pub enum Source {
         /// `json` or `yes-no` (the rubric plugin's `answer`).
         #[serde(default = "default_answer")]
         answer: String,
+        /// Reference-guided grading: each rubric item names the row's
+        /// reference answer, so the judge compares rather than solves (a
+        /// cheap verifier is asked this way when an answer key exists).
+        #[serde(default)]
+        reference: bool,
     },
     /// A rubric plugin that judges each row itself (a rule, a checker).
     Plugin {

@@ -155,12 +155,14 @@ fn describe(source: &Source) -> String {
             judge,
             batch,
             answer,
-        } if answer == "yes-no" => format!("judge {judge} (one item per query, YES/NO)"),
-        Source::Judge {
-            judge,
-            batch,
-            answer,
-        } => format!("judge {judge} (batch {batch}, {answer})"),
+            reference,
+        } => {
+            let guided = if *reference { ", reference-guided" } else { "" };
+            match answer.as_str() {
+                "yes-no" => format!("judge {judge} (one item per query, YES/NO{guided})"),
+                _ => format!("judge {judge} (batch {batch}, {answer}{guided})"),
+            }
+        }
         Source::Plugin {
             plugin, criterion, ..
         } => match criterion {

@@ -155,6 +155,7 @@ pub fn run(
             judge,
             batch,
             answer,
+            reference,
         } => {
             let judges = judges.context("no judges file")?;
             let before = judges.ledgers().get(judge).copied();
@@ -166,6 +167,14 @@ pub fn run(
                 );
             };
             let config = serde_json::json!({"judge": judge, "batch": batch, "answer": answer});
+            let guided;
+            let slice = match reference {
+                true => {
+                    guided = with_reference_in_items(slice);
+                    &guided
+                }
+                false => slice,
+            };
             let mut run = score_rows(runtime, rubric.clone(), &config, slice, None)?;
             let spent = judges.ledgers()[judge].since(&before);
             run.device_seconds = spent.device_seconds;
@@ -202,6 +211,39 @@ pub fn run(
                 .collect();
             Ok(VerifierRun::free(verdicts))
         }
+    }
+}
+
+/// `slice` with each row's reference answer written into its rubric
+/// items ("… The reference answer is: 42."); rows without one unchanged.
+fn with_reference_in_items(slice: &Slice) -> Slice {
+    let samples = slice
+        .samples
+        .iter()
+        .map(|sample| {
+            let mut sample = sample.clone();
+            let Some(reference) = sample.reference.clone() else {
+                return sample;
+            };
+            if let Ok(mut context) = serde_json::from_str::<serde_json::Value>(&sample.context)
+                && let Some(items) = context["rubrics"].as_array_mut()
+            {
+                for item in items {
+                    if let Some(text) = item["criterion"].as_str() {
+                        item["criterion"] =
+                            format!("{text} The reference answer is: {reference}.").into();
+                    }
+                }
+                sample.context = context.to_string();
+            }
+            sample
+        })
+        .collect();
+    Slice {
+        samples,
+        points: slice.points.clone(),
+        hard: slice.hard.clone(),
+        labels: slice.labels.clone(),
     }
 }
 
