@@ -375,3 +375,33 @@ fn labels_file(path: &Path, slice: &Slice) -> Result<VerifierRun> {
     }
     Ok(VerifierRun::free(verdicts))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_guided_items_name_the_rows_reference() {
+        let mut with = Sample::new("a", "2+2?", "4").with_reference("4");
+        with.context = serde_json::json!({"rubrics": [{"criterion": GSM8K_ITEM, "points": 1.0}]})
+            .to_string();
+        let mut without = Sample::new("b", "3+3?", "6");
+        without.context = with.context.clone();
+        let slice = Slice {
+            samples: vec![with, without],
+            points: vec![vec![1.0], vec![1.0]],
+            hard: vec![None, None],
+            labels: vec![None, None],
+        };
+        let guided = with_reference_in_items(&slice);
+        let item = |s: &Sample| {
+            let context: serde_json::Value = serde_json::from_str(&s.context).unwrap();
+            context["rubrics"][0]["criterion"].as_str().unwrap().to_string()
+        };
+        assert_eq!(
+            item(&guided.samples[0]),
+            format!("{GSM8K_ITEM} The reference answer is: 4.")
+        );
+        assert_eq!(item(&guided.samples[1]), GSM8K_ITEM);
+    }
+}
