@@ -383,8 +383,8 @@ mod tests {
     #[test]
     fn reference_guided_items_name_the_rows_reference() {
         let mut with = Sample::new("a", "2+2?", "4").with_reference("4");
-        with.context = serde_json::json!({"rubrics": [{"criterion": GSM8K_ITEM, "points": 1.0}]})
-            .to_string();
+        with.context =
+            serde_json::json!({"rubrics": [{"criterion": GSM8K_ITEM, "points": 1.0}]}).to_string();
         let mut without = Sample::new("b", "3+3?", "6");
         without.context = with.context.clone();
         let slice = Slice {
@@ -396,7 +396,10 @@ mod tests {
         let guided = with_reference_in_items(&slice);
         let item = |s: &Sample| {
             let context: serde_json::Value = serde_json::from_str(&s.context).unwrap();
-            context["rubrics"][0]["criterion"].as_str().unwrap().to_string()
+            context["rubrics"][0]["criterion"]
+                .as_str()
+                .unwrap()
+                .to_string()
         };
         assert_eq!(
             item(&guided.samples[0]),
