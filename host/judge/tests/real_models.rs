@@ -100,14 +100,15 @@ fn tokenizes_as_llama_server(name: &str) {
 /// nat with its cache's precision (BENCHMARKS.md).
 const WORST: f64 = 0.75;
 const MEAN: f64 = 0.15;
-/// Below this margin between the first two tokens a tie may break either
-/// way, and the comparison of that prompt stops.
-const TIE: f64 = 2e-2;
+/// Below this margin (nats) between our first two tokens the greedy choice
+/// is a near-tie, which the disagreement above may break either way (seen
+/// in CI at a margin of 0.021).
+const TIE: f64 = 0.15;
 
 fn continues_as_llama_server(name: &str) {
     let Some(pair) = pair(name) else { return };
     let questions: Vec<String> = gsm8k_strings().into_iter().step_by(2).take(3).collect();
-    let mut compared = 0;
+    let (mut compared, mut ties) = (0, 0);
     let (mut worst, mut total, mut pairs): (f64, f64, usize) = (0.0, 0.0, 0);
     for question in questions {
         let prompt = pair.local.render(&ModelRequest {
@@ -127,13 +128,13 @@ fn continues_as_llama_server(name: &str) {
             );
             let id = answer["tokens"][0].as_u64().unwrap() as u32;
             let ours = top_k(&next, 5);
-            // A near-tie may break either way; past it the texts diverge.
-            if ours[0].1 - ours[1].1 < TIE {
-                break;
-            }
-            assert_eq!(
-                ours[0].0,
-                id,
+            // A near-tie may break either way (both continue with
+            // llama.cpp's token, so the contexts stay the same); a clear
+            // first choice must be the same.
+            let near_tie = ours[0].1 - ours[1].1 < TIE;
+            ties += usize::from(near_tie);
+            assert!(
+                near_tie || ours[0].0 == id,
                 "{name}: greedy token after {} tokens; ours {ours:?}, theirs {}",
                 context.len(),
                 answer["completion_probabilities"]
@@ -156,13 +157,17 @@ fn continues_as_llama_server(name: &str) {
     }
     let mean = total / pairs.max(1) as f64;
     eprintln!(
-        "{name}: {compared} greedy steps identical; top-5 log-probabilities differ by {mean:.3} nats on average, {worst:.3} at worst"
+        "{name}: {compared} steps compared, greedy tokens identical except {ties} near-ties; top-5 log-probabilities differ by {mean:.3} nats on average, {worst:.3} at worst"
     );
     assert!(
         worst < WORST && mean < MEAN,
         "{name}: mean {mean}, worst {worst}"
     );
     assert!(compared >= 12, "{name}: too few steps compared: {compared}");
+    assert!(
+        ties * 3 <= compared,
+        "{name}: {ties} near-ties in {compared} steps"
+    );
 }
 
 #[test]
