@@ -94,10 +94,10 @@ fn tokenizes_as_llama_server(name: &str) {
 /// Log-probabilities of the top-5 tokens agree within `WORST` nats, and
 /// within `MEAN` on average; greedy tokens must be identical. On these
 /// 30- and 18-layer quantized models the tiny model's 2e-3 does not hold:
-/// measured, 0.09 nats on average and 0.31 at worst against llama-server
-/// as it runs by default (f16 KV cache), and up to 0.55 against the same
-/// server with an f32 cache — llama.cpp's own figures move by tenths of a
-/// nat with its cache's precision (BENCHMARKS.md).
+/// measured, 0.08–0.09 nats on average and 0.3–0.5 at worst against
+/// llama-server as it runs by default (f16 KV cache), and up to 0.55 against
+/// the same server with an f32 cache — llama.cpp's own figures move by
+/// tenths of a nat with its cache's precision (BENCHMARKS.md).
 const WORST: f64 = 0.75;
 const MEAN: f64 = 0.15;
 /// Below this margin (nats) between our first two tokens the greedy choice

@@ -51,7 +51,7 @@ impl Rubric for HealthBench {
                 row.unjudged_note()
             ),
             None => format!(
-                "no judged rubric item has positive points: score undefined{}",
+                "no rubric item has positive points: score undefined{}",
                 row.unjudged_note()
             ),
         };

@@ -73,7 +73,7 @@ impl Rubric for PrBench {
             }
             None => {
                 judgment = judgment.because(format!(
-                    "rubric has no weighted judged items: score undefined{unjudged}"
+                    "rubric has no weighted items: score undefined{unjudged}"
                 ));
             }
         }
