@@ -241,6 +241,33 @@ impl LocalBackend {
         });
     }
 
+    /// The log-probability of `text` continuing the sequence `cache` holds
+    /// (`next`: the next token's log-probabilities); `None` for no tokens.
+    pub(crate) fn continuation_logprob(
+        &self,
+        cache: &KvCache,
+        next: &[f32],
+        text: &str,
+    ) -> std::result::Result<Option<f64>, String> {
+        let tokens = self.vocabulary.encode_continuation(text);
+        let Some((&first, rest)) = tokens.split_first() else {
+            return Ok(None);
+        };
+        let mut score = f64::from(next[first as usize]);
+        if !rest.is_empty() {
+            let mut branch = cache.clone();
+            let rows = self
+                .model
+                .forward(&tokens[..tokens.len() - 1], &mut branch, rest.len())?;
+            score += rest
+                .iter()
+                .zip(rows)
+                .map(|(&t, row)| f64::from(row[t as usize]))
+                .sum::<f64>();
+        }
+        Ok(Some(score))
+    }
+
     pub(crate) fn choose(
         &self,
         request: &ModelRequest,
@@ -250,23 +277,8 @@ impl LocalBackend {
     ) -> std::result::Result<(String, Vec<TokenLogprob>), String> {
         let mut scores = Vec::with_capacity(request.choices.len());
         for choice in &request.choices {
-            let tokens = self.vocabulary.encode_continuation(choice);
-            let Some((&first, rest)) = tokens.split_first() else {
-                return Err("an empty choice".to_string());
-            };
-            let mut score = f64::from(next[first as usize]);
-            if !rest.is_empty() {
-                let mut branch = cache.clone();
-                let rows =
-                    self.model
-                        .forward(&tokens[..tokens.len() - 1], &mut branch, rest.len())?;
-                score += rest
-                    .iter()
-                    .zip(rows)
-                    .map(|(&t, row)| f64::from(row[t as usize]))
-                    .sum::<f64>();
-            }
-            scores.push(score);
+            let score = self.continuation_logprob(&cache, next, choice)?;
+            scores.push(score.ok_or("an empty choice")?);
         }
         let norm = log_sum_exp(&scores);
         let mut ranked: Vec<(String, f64)> = request

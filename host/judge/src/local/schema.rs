@@ -214,24 +214,10 @@ impl<'a> Cursor<'a> {
     fn pick(&self, options: &[String]) -> Result<usize, String> {
         let mut best = (0, f64::NEG_INFINITY);
         for (i, option) in options.iter().enumerate() {
-            let ids = self.backend.vocabulary.encode_continuation(option);
-            let Some((&first, rest)) = ids.split_first() else {
-                continue;
-            };
-            let mut score = f64::from(self.next[first as usize]);
-            if !rest.is_empty() {
-                let mut branch = self.cache.clone();
-                let rows =
-                    self.backend
-                        .model
-                        .forward(&ids[..ids.len() - 1], &mut branch, rest.len())?;
-                score += rest
-                    .iter()
-                    .zip(rows)
-                    .map(|(&t, row)| f64::from(row[t as usize]))
-                    .sum::<f64>();
-            }
-            if score > best.1 {
+            let score = self
+                .backend
+                .continuation_logprob(&self.cache, &self.next, option)?;
+            if let Some(score) = score.filter(|&s| s > best.1) {
                 best = (i, score);
             }
         }
