@@ -10,8 +10,8 @@
 
 mod common;
 
-use common::llama::{Server, free_port, post, repo, setup};
-use std::path::{Path, PathBuf};
+use common::llama::{Server, free_port, post, setup};
+use std::path::Path;
 use std::time::Duration;
 use verifine_judge::{Judges, JudgesConfig};
 use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
@@ -234,35 +234,7 @@ fn healthbench_examples_score_through_llama_server() {
         &serde_json::json!({}),
     )
     .unwrap();
-    let data = std::env::var_os("VERIFINE_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/data"));
-    let text = std::fs::read_to_string(data.join("healthbench/examples.jsonl")).unwrap();
-    let mut samples = Vec::new();
-    let mut items = 0;
-    for line in text.lines().take(6) {
-        let row: serde_json::Value = serde_json::from_str(line).unwrap();
-        let conversation: Vec<String> = row["prompt"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                format!(
-                    "{}: {}",
-                    t["role"].as_str().unwrap(),
-                    t["content"].as_str().unwrap()
-                )
-            })
-            .collect();
-        items += row["rubrics"].as_array().unwrap().len();
-        let mut sample = verifine_runtime::Sample::new(
-            row["prompt_id"].as_str().unwrap(),
-            conversation.join("\n"),
-            "See a doctor if it gets worse.",
-        );
-        sample.context = serde_json::json!({"rubrics": row["rubrics"]}).to_string();
-        samples.push(sample);
-    }
+    let (samples, items) = common::healthbench_samples(6, "See a doctor if it gets worse.");
     let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 2, 1, &|_| {}).unwrap();
     for s in &scored {
         assert!(s.error.is_none(), "{:?}", s.error);

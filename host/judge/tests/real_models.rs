@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::llama::{Server, fetch_model, free_port, place_model, post, repo, setup};
+use common::llama::{Server, fetch_model, free_port, place_model, post, setup};
 use verifine_judge::local::{LocalBackend, top_k};
 use verifine_judge::{LocalConfig, PromptTemplate};
 use verifine_runtime::judge_models::ModelRequest;
@@ -58,10 +58,7 @@ fn pair(name: &str) -> Option<Pair> {
 /// 1 000 strings of real text: GSM8K test questions and their worked
 /// answers (digits, `<<48/2=24>>` calculator marks, `####`, new lines).
 fn gsm8k_strings() -> Vec<String> {
-    let data = std::env::var_os("VERIFINE_SHARED_DATA")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/data"));
-    let text = std::fs::read_to_string(data.join("gsm8k/test.jsonl")).unwrap();
+    let text = std::fs::read_to_string(common::shared_data().join("gsm8k/test.jsonl")).unwrap();
     text.lines()
         .take(500)
         .flat_map(|line| {
@@ -224,34 +221,11 @@ fn healthbench_through_smollm2(answer: &str, rows: usize) {
         &serde_json::json!({}),
     )
     .unwrap();
-    let data = std::env::var_os("VERIFINE_SHARED_DATA")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/data"));
-    let text = std::fs::read_to_string(data.join("healthbench/examples.jsonl")).unwrap();
-    let mut samples = Vec::new();
-    for line in text.lines().take(rows) {
-        let row: serde_json::Value = serde_json::from_str(line).unwrap();
-        let conversation: Vec<String> = row["prompt"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                format!(
-                    "{}: {}",
-                    t["role"].as_str().unwrap(),
-                    t["content"].as_str().unwrap()
-                )
-            })
-            .collect();
-        let mut sample = verifine_runtime::Sample::new(
-            row["prompt_id"].as_str().unwrap(),
-            conversation.join("\n"),
-            "I'm sorry you're dealing with this. Rest, drink water, and see a doctor \
-             if it gets worse or you notice anything alarming.",
-        );
-        sample.context = serde_json::json!({"rubrics": row["rubrics"]}).to_string();
-        samples.push(sample);
-    }
+    let (samples, _) = common::healthbench_samples(
+        rows,
+        "I'm sorry you're dealing with this. Rest, drink water, and see a doctor \
+         if it gets worse or you notice anything alarming.",
+    );
     let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 1, 1, &|_| {}).unwrap();
     let mut verdicts = 0;
     for s in &scored {
