@@ -2,7 +2,8 @@
 //!
 //! Prompts of a batch are left-padded to a common length, so every row's
 //! next token sits at the same position; the key mask hides the padding.
-//! Sampling runs on a [`Decoder::detached`] copy: no graph is recorded.
+//! Sampling runs on a [`Decoder::for_sampling`] copy: no graph is recorded
+//! and LoRA adapters are folded in.
 
 use super::model::{Decoder, KvCache};
 use crate::error::{Result, ensure};
@@ -55,7 +56,7 @@ pub fn generate(
         sampling,
     } = options;
     ensure!(!prompts.is_empty(), "no prompts to continue");
-    let model = model.detached();
+    let model = model.for_sampling()?;
     let batch = prompts.len();
     let width = prompts.iter().map(Vec::len).max().unwrap_or(0);
     ensure!(width > 0, "empty prompt");
@@ -72,7 +73,7 @@ pub fn generate(
         .flat_map(|p| std::iter::repeat_n(pad, width - p.len()).chain(p.iter().copied()))
         .collect();
 
-    let mut cache = KvCache::default();
+    let mut cache = KvCache::with_capacity(width + max_new_tokens);
     let mut input = Tensor::from_vec(padded, (batch, width), device)?;
     let mut completions: Vec<Completion> = vec![
         Completion {
@@ -84,8 +85,7 @@ pub fn generate(
     let mut finished = vec![false; batch];
     for _ in 0..max_new_tokens {
         let mask = mask_tensor(&key_mask, device)?;
-        let logits = model.forward_cached(&input, Some(&mask), &mut cache)?;
-        let last = logits.narrow(1, logits.dim(1)? - 1, 1)?.squeeze(1)?;
+        let last = model.next_token_logits(&input, Some(&mask), &mut cache)?;
         let next = pick(&last, sampling, rng)?;
         for (row, token) in next.iter().enumerate() {
             // Finished rows keep feeding padding, hidden by the mask.

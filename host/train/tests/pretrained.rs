@@ -15,7 +15,7 @@ use verifine_models::weights::{expected_shapes, save_safetensors};
 use verifine_models::{DecoderSpec, Pretrained, Weights};
 use verifine_train::config::FreezeConfig;
 use verifine_train::hooks::{Answer, Fixed, Host, Reward, RewardFunction};
-use verifine_train::model::{Decoder, LoraConfig, LoraModule, load_matching_weights};
+use verifine_train::model::{Decoder, KvCache, LoraConfig, LoraModule, load_matching_weights};
 use verifine_train::{TrainConfig, resume, train};
 
 const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
@@ -146,6 +146,27 @@ fn gap(a: &Tensor, b: &Tensor) -> f32 {
         .unwrap()
 }
 
+/// What rollouts sample from (adapters folded in, weights transposed, keys
+/// and values written into a preallocated cache) predicts every next token
+/// as the trained model's full forward pass does.
+fn assert_sampling_copy_computes_the_same(trained: &Decoder) {
+    let full = logits(trained);
+    let sampling = trained.for_sampling().unwrap();
+    let ids = Tensor::new(&[[3u32, 70, 71, 72, 256, 9]], &Device::Cpu).unwrap();
+    let mut cache = KvCache::with_capacity(8);
+    for (start, len) in [(0, 3), (3, 1), (4, 2)] {
+        let next = sampling
+            .next_token_logits(&ids.narrow(1, start, len).unwrap(), None, &mut cache)
+            .unwrap();
+        let expected = full.get(0).unwrap().get(start + len - 1).unwrap();
+        assert!(
+            gap(&next.squeeze(0).unwrap(), &expected) < 1e-4,
+            "position {}",
+            start + len
+        );
+    }
+}
+
 fn scratch(name: &str) -> PathBuf {
     common::scratch("pretrained", name)
 }
@@ -200,6 +221,7 @@ fn a_lora_run_exports_a_checkpoint_that_computes_what_it_trained() {
     )
     .unwrap();
     assert!(gap(&logits(&trained), &logits(&merged)) < 1e-4);
+    assert_sampling_copy_computes_the_same(&trained);
     assert!(
         gap(&logits(&trained), &logits(&base_only)) > 1e-3,
         "training changed nothing"

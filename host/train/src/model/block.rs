@@ -19,6 +19,19 @@ pub(super) struct Linear {
     pub adapter: Option<Adapter>,
     /// The weight does not train: its gradient is never computed.
     pub frozen: bool,
+    /// How `weight` is stored.
+    pub layout: WeightLayout,
+}
+
+/// The storage order of a projection's weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WeightLayout {
+    /// `[out, in]`, as checkpoints store it and training updates it.
+    OutByIn,
+    /// `[in, out]`, contiguous: sampling's copy. With a few token rows per
+    /// product, `x · w` runs 1.5–4× faster than `x · wᵀ` over an `[out,
+    /// in]` weight (the product no longer repacks the weight's transpose).
+    InByOut,
 }
 
 impl Linear {
@@ -28,29 +41,35 @@ impl Linear {
             weight,
             adapter: None,
             frozen: false,
+            layout: WeightLayout::OutByIn,
         }
     }
 
     /// `x · wᵀ` for token rows `x` (`[rows, in]`): one 2-D product, so the
     /// weight's gradient is one `[out, in]` product too.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let y = match self.frozen {
-            true => super::frozen::frozen_linear(x, &self.weight)?,
-            false => x.matmul(&self.weight.t()?)?,
-        };
-        Ok(match &self.adapter {
-            None => y,
+        if self.layout == WeightLayout::InByOut {
+            return Ok(x.matmul(&self.weight)?);
+        }
+        // The adapter's scale multiplies the narrow `[rows, r]` product.
+        let low = match &self.adapter {
+            None => None,
             Some(adapter) => {
-                let low = x.matmul(&adapter.a.t()?)?.matmul(&adapter.b.t()?)?;
-                (y + (low * adapter.scale)?)?
+                Some((x.matmul(&adapter.a.t()?)? * adapter.scale)?.matmul(&adapter.b.t()?)?)
             }
+        };
+        Ok(match (self.frozen, low) {
+            (true, low) => super::frozen::frozen_linear(x, &self.weight, low.as_ref())?,
+            (false, None) => x.matmul(&self.weight.t()?)?,
+            (false, Some(low)) => (x.matmul(&self.weight.t()?)? + low)?,
         })
     }
 
     /// The weight with the adapter folded in (what an export or a frozen
-    /// reference holds).
+    /// reference holds), `[out, in]`.
     pub fn merged(&self) -> Result<Tensor> {
         Ok(match &self.adapter {
+            None if self.layout == WeightLayout::InByOut => self.weight.t()?,
             None => self.weight.clone(),
             Some(adapter) => {
                 let delta = adapter.b.matmul(&adapter.a)?;
@@ -74,6 +93,7 @@ impl Linear {
                 }),
             },
             frozen: self.frozen,
+            layout: self.layout,
         })
     }
 }
@@ -140,6 +160,34 @@ impl Block {
             },
             o: merge(&self.o)?,
             mlp_norm: copy(&self.mlp_norm)?,
+            gate: merge(&self.gate)?,
+            up: merge(&self.up)?,
+            down: merge(&self.down)?,
+        })
+    }
+
+    /// What sampling computes with: every adapter folded into its weight,
+    /// weights stored `[in, out]`, no graph.
+    pub fn for_sampling(&self) -> Result<Block> {
+        let merge = |l: &Linear| -> Result<Linear> {
+            Ok(Linear {
+                weight: l.merged()?.detach().t()?.contiguous()?,
+                adapter: None,
+                frozen: true,
+                layout: WeightLayout::InByOut,
+            })
+        };
+        Ok(Block {
+            attn_norm: self.attn_norm.detach(),
+            q: merge(&self.q)?,
+            k: merge(&self.k)?,
+            v: merge(&self.v)?,
+            biases: self
+                .biases
+                .as_ref()
+                .map(|b| b.each_ref().map(Tensor::detach)),
+            o: merge(&self.o)?,
+            mlp_norm: self.mlp_norm.detach(),
             gate: merge(&self.gate)?,
             up: merge(&self.up)?,
             down: merge(&self.down)?,

@@ -16,6 +16,7 @@
 //! Rollouts call [`Decoder::detached`] first: the copy shares storage with the
 //! variables but records no graph, and [`KvCache`] keeps past keys and values.
 
+mod attention;
 mod block;
 mod dtype;
 mod frozen;
@@ -30,6 +31,7 @@ mod swiglu;
 mod tests;
 mod weights;
 
+pub use attention::KvCache;
 pub use layers::token_log_probs;
 pub use weights::{load_matching_weights, load_weights, save_weights, sorted_vars};
 
@@ -38,7 +40,6 @@ use block::{Block, Linear};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder, VarMap};
 pub use dtype::ComputeDType;
-use heads::{HeadLayout, to_heads, to_rows};
 use layers::{attention_mask, linear, rms_norm, rotary_tables};
 pub use pretrained::{LoraConfig, LoraModule, TrainablePlan};
 use serde::{Deserialize, Serialize};
@@ -145,14 +146,6 @@ impl ModelConfig {
         );
         Ok(())
     }
-}
-
-/// Keys and values of the positions seen so far, per layer.
-#[derive(Default)]
-pub struct KvCache {
-    layers: Vec<Option<(Tensor, Tensor)>>,
-    /// Positions already in the cache.
-    pub len: usize,
 }
 
 /// The decoder. Weights are tensors of the [`VarMap`] it was built from, so
@@ -272,23 +265,31 @@ impl Decoder {
         })
     }
 
-    /// A copy for rollouts: same storage, no gradient tracking.
+    /// A copy that records no graph: same storage as the variables.
     pub fn detached(&self) -> Decoder {
-        let detach = |t: &Tensor| Ok(t.detach());
-        Decoder {
+        self.sampling_copy(|b| Ok(b.try_map(|t| Ok(t.detach()))?))
+            .expect("detaching cannot fail")
+    }
+
+    /// The copy rollouts sample from: no graph, every LoRA adapter folded
+    /// into its weight (one product per projection and token instead of
+    /// three), projection weights stored `[in, out]` (see
+    /// [`block::WeightLayout`]). Costs one copy of the projections per call.
+    pub fn for_sampling(&self) -> Result<Decoder> {
+        self.sampling_copy(Block::for_sampling)
+    }
+
+    fn sampling_copy(&self, block: impl Fn(&Block) -> Result<Block>) -> Result<Decoder> {
+        Ok(Decoder {
             config: self.config.clone(),
             embed: self.embed.detach(),
             embed_frozen: true,
             lm_head: self.lm_head.as_ref().map(Tensor::detach),
-            blocks: self
-                .blocks
-                .iter()
-                .map(|b| b.try_map(detach).expect("detaching cannot fail"))
-                .collect(),
+            blocks: self.blocks.iter().map(block).collect::<Result<_>>()?,
             final_norm: self.final_norm.detach(),
             cos: self.cos.clone(),
             sin: self.sin.clone(),
-        }
+        })
     }
 
     /// Full-sequence logits `[batch, seq, vocab]` for training. `key_mask`
@@ -315,7 +316,7 @@ impl Decoder {
             targets.dims(),
             ids.dims()
         );
-        let logits = self.logit_rows(ids, key_mask, &mut KvCache::default())?;
+        let logits = self.head(&self.final_hidden(ids, key_mask, &mut KvCache::default())?)?;
         let targets = targets.flatten_all()?;
         Ok(layers::token_log_probs(&logits, &targets)?.reshape((batch, seq))?)
     }
@@ -330,14 +331,32 @@ impl Decoder {
         cache: &mut KvCache,
     ) -> Result<Tensor> {
         let (batch, new) = ids.dims2()?;
-        let logits = self.logit_rows(ids, key_mask, cache)?;
+        let logits = self.head(&self.final_hidden(ids, key_mask, cache)?)?;
         Ok(logits.reshape((batch, new, self.config.vocab_size))?)
     }
 
-    /// Logits with one row per token, `[batch · new, vocab]`. The residual
-    /// stream stays in token rows `[batch · new, hidden]` throughout, so
-    /// projections are plain 2-D products and only attention moves heads.
-    fn logit_rows(
+    /// Logits of the token after the last of `ids` (`[batch, new]`) in each
+    /// row, `[batch, vocab]`: what sampling needs, without projecting every
+    /// prompt position onto the vocabulary.
+    pub fn next_token_logits(
+        &self,
+        ids: &Tensor,
+        key_mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
+        let (batch, new) = ids.dims2()?;
+        let hidden = self.final_hidden(ids, key_mask, cache)?;
+        let last = hidden
+            .reshape((batch, new, self.config.hidden_size))?
+            .narrow(1, new - 1, 1)?
+            .squeeze(1)?;
+        self.head(&last.contiguous()?)
+    }
+
+    /// The normalized residual stream after the last block, one row per
+    /// token (`[batch · new, hidden]`). It stays in token rows throughout,
+    /// so projections are plain 2-D products and only attention moves heads.
+    fn final_hidden(
         &self,
         ids: &Tensor,
         key_mask: Option<&Tensor>,
@@ -351,17 +370,23 @@ impl Decoder {
             start + new,
             self.config.max_seq_len
         );
-        if cache.layers.is_empty() {
-            cache.layers = vec![None; self.config.num_layers];
-        }
         let mut x = self.embed.index_select(&ids.flatten_all()?, 0)?;
         let mask = attention_mask(batch, start, new, key_mask, x.device())?;
         let tables = (
             self.cos.narrow(0, start, new)?,
             self.sin.narrow(0, start, new)?,
         );
-        for (block, layer_cache) in self.blocks.iter().zip(cache.layers.iter_mut()) {
-            let attn = self.attention(block, &x, (batch, new), &mask, &tables, layer_cache)?;
+        let capacity = cache.capacity();
+        let layers = cache.layers_mut(self.config.num_layers);
+        for (block, layer_cache) in self.blocks.iter().zip(layers.iter_mut()) {
+            let attn = self.attention(
+                block,
+                &x,
+                (batch, new),
+                &mask,
+                &tables,
+                (layer_cache, capacity),
+            )?;
             x = (x + attn)?;
             let hn = rms_norm(&x, &block.mlp_norm, self.config.rms_eps)?;
             let gate = block.gate.forward(&hn)?;
@@ -370,66 +395,15 @@ impl Decoder {
             x = (x + mlp)?;
         }
         cache.len += new;
-        let x = rms_norm(&x, &self.final_norm, self.config.rms_eps)?;
-        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
-        match self.embed_frozen {
-            true => frozen::frozen_linear(&x, head),
-            false => linear(&x, head),
-        }
+        rms_norm(&x, &self.final_norm, self.config.rms_eps)
     }
 
-    /// Self-attention of the token rows `x` (`[batch · new, hidden]`).
-    fn attention(
-        &self,
-        block: &Block,
-        x: &Tensor,
-        (batch, new): (usize, usize),
-        mask: &Tensor,
-        (cos, sin): &(Tensor, Tensor),
-        cache: &mut Option<(Tensor, Tensor)>,
-    ) -> Result<Tensor> {
-        let (heads, kv_heads, dim) = (
-            self.config.num_heads,
-            self.config.num_kv_heads,
-            self.config.head_dim(),
-        );
-        let layout = |heads| HeadLayout {
-            batch,
-            seq: new,
-            heads,
-            dim,
-        };
-        // Grouped-query attention without copying keys and values per head:
-        // the `group` query heads sharing a key/value head are stacked as
-        // rows of one product, `[batch, kv_heads, group · new, dim]`.
-        let group = heads / kv_heads;
-        let hn = rms_norm(x, &block.attn_norm, self.config.rms_eps)?;
-        let rotary = Some((cos, sin));
-        let (mut q, mut k, mut v) = (
-            block.q.forward(&hn)?,
-            block.k.forward(&hn)?,
-            block.v.forward(&hn)?,
-        );
-        if let Some([qb, kb, vb]) = &block.biases {
-            q = q.broadcast_add(qb)?;
-            k = k.broadcast_add(kb)?;
-            v = v.broadcast_add(vb)?;
+    /// Token rows onto the vocabulary.
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
+        match self.embed_frozen {
+            true => frozen::frozen_linear(x, head, None),
+            false => linear(x, head),
         }
-        let q = to_heads(&q, layout(heads), group, rotary)?;
-        let k = to_heads(&k, layout(kv_heads), 1, rotary)?;
-        let v = to_heads(&v, layout(kv_heads), 1, None)?;
-        let (k, v) = match cache.take() {
-            Some((past_k, past_v)) => (
-                Tensor::cat(&[&past_k, &k], 2)?,
-                Tensor::cat(&[&past_v, &v], 2)?,
-            ),
-            None => (k, v),
-        };
-        *cache = Some((k.clone(), v.clone()));
-        let scores = q.matmul(&k.t()?)?.to_dtype(DType::F32)?;
-        let scale = 1.0 / (dim as f64).sqrt();
-        let probs = fused::scaled_masked_softmax(&scores, mask, scale)?.to_dtype(x.dtype())?;
-        let out = to_rows(&probs.matmul(&v)?, layout(heads))?;
-        block.o.forward(&out)
     }
 }

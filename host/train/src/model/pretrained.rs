@@ -215,9 +215,9 @@ impl Decoder {
                     _ => None,
                 };
                 Ok(Linear {
-                    weight,
                     adapter,
                     frozen: !trains,
+                    ..Linear::plain(weight)
                 })
             };
             let q = projection(LoraModule::Query, &n.q)?;
