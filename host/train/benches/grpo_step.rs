@@ -160,8 +160,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let options = GenerateOptions {
         pad: 0,
-        // Not a token id: rows never stop early, as in the PyTorch reference.
-        stop: config.vocab_size as u32,
+        // Rows never stop early, as in the PyTorch reference.
+        stops: &[],
         max_new_tokens: completion_len,
         sampling: Sampling::Temperature(1.0),
     };

@@ -126,8 +126,9 @@ pub fn rollouts(
         }
         let verify_ids = tokenizer.follow_up_ids(&verification.verify_prompt)?;
         let rethink_ids = tokenizer.follow_up_ids(&verification.rethink_prompt)?;
-        // A row verifies only when a whole rethink would still fit; a
-        // truncated answer ends its rollout.
+        // A row verifies only when a whole rethink would still fit; an
+        // answer that was truncated or ended the document rather than the
+        // turn ends its rollout.
         active.retain(|&row| {
             let r = &rows[row];
             let needed = r.sequence.ids.len()
@@ -135,7 +136,7 @@ pub fn rollouts(
                 + verification.max_verify_tokens
                 + rethink_ids.len()
                 + options.max_new_tokens.min(8);
-            !r.final_answer.truncated && needed <= options.max_seq_len
+            r.final_answer.ids.last() == Some(&tokenizer.end) && needed <= options.max_seq_len
         });
         if active.is_empty() {
             break;
@@ -160,7 +161,7 @@ pub fn rollouts(
             let r = &mut rows[row];
             append(&mut r.sequence, &reply.ids, false);
             r.replies.push(verdict);
-            if verdict == VerifyReply::No && !reply.truncated {
+            if verdict == VerifyReply::No && reply.ids.last() == Some(&tokenizer.end) {
                 append(&mut r.sequence, &rethink_ids, false);
                 rethinking.push(row);
             }
@@ -199,7 +200,7 @@ fn continue_rows(
     );
     let options = GenerateOptions {
         pad: tokenizer.pad,
-        stop: tokenizer.end,
+        stops: &tokenizer.stops,
         max_new_tokens: max_new.min(room),
         sampling,
     };

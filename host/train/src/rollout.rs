@@ -30,11 +30,12 @@ pub struct Completion {
 
 /// Token ids and limits of a generation call.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct GenerateOptions {
+pub struct GenerateOptions<'a> {
     /// Fills left padding and the input of finished rows.
     pub pad: u32,
-    /// Ends a completion (kept in its ids).
-    pub stop: u32,
+    /// Any of these ends a completion (kept in its ids): a model may end a
+    /// turn and end a document on different tokens.
+    pub stops: &'a [u32],
     /// Longest completion.
     pub max_new_tokens: usize,
     /// Greedy or temperature sampling.
@@ -45,13 +46,13 @@ pub struct GenerateOptions {
 pub fn generate(
     model: &Decoder,
     prompts: &[Vec<u32>],
-    options: GenerateOptions,
+    options: GenerateOptions<'_>,
     rng: &mut SplitMix64,
     device: &Device,
 ) -> Result<Vec<Completion>> {
     let GenerateOptions {
         pad,
-        stop,
+        stops,
         max_new_tokens,
         sampling,
     } = options;
@@ -93,7 +94,7 @@ pub fn generate(
             key_mask[row].push(u32::from(live));
             if live {
                 completions[row].ids.push(*token);
-                if *token == stop {
+                if stops.contains(token) {
                     finished[row] = true;
                     completions[row].truncated = false;
                 }
@@ -150,10 +151,10 @@ mod tests {
     use crate::model::ModelConfig;
     use candle_nn::VarMap;
 
-    fn options(max_new_tokens: usize, sampling: Sampling) -> GenerateOptions {
+    fn options(max_new_tokens: usize, sampling: Sampling) -> GenerateOptions<'static> {
         GenerateOptions {
             pad: 0,
-            stop: 12,
+            stops: &[12],
             max_new_tokens,
             sampling,
         }
@@ -187,6 +188,28 @@ mod tests {
             .unwrap();
             assert_eq!(&alone[0], together);
         }
+    }
+
+    #[test]
+    fn any_stop_token_ends_a_completion_and_is_kept() {
+        let model = model();
+        let prompts = vec![vec![1, 2, 3]];
+        let mut rng = SplitMix64::new(0);
+        let unstopped = GenerateOptions {
+            stops: &[],
+            ..options(6, Sampling::Greedy)
+        };
+        let free = generate(&model, &prompts, unstopped, &mut rng, &Device::Cpu).unwrap();
+        let third = free[0].ids[2];
+        let stops = [u32::MAX, third];
+        let stopped = GenerateOptions {
+            stops: &stops,
+            ..unstopped
+        };
+        let cut = generate(&model, &prompts, stopped, &mut rng, &Device::Cpu).unwrap();
+        let first = free[0].ids.iter().position(|t| *t == third).unwrap();
+        assert_eq!(cut[0].ids, free[0].ids[..=first]);
+        assert!(!cut[0].truncated);
     }
 
     #[test]

@@ -50,8 +50,11 @@ pub struct ChatTokenizer {
     format: ChatFormat,
     /// Fills padding (never attended to, never in a loss).
     pub pad: u32,
-    /// Ends an answer turn; generation stops on it.
+    /// Ends an answer turn (what the chat template writes after one).
     pub end: u32,
+    /// Every token generation stops on: `end` first, then a model's other
+    /// end-of-sequence ids.
+    pub stops: Vec<u32>,
 }
 
 impl ChatTokenizer {
@@ -93,6 +96,7 @@ impl ChatTokenizer {
         Ok(ChatTokenizer {
             pad: id(PAD)?,
             end: id(END)?,
+            stops: vec![id(END)?],
             format: ChatFormat::Own {
                 user: id(USER)?,
                 assistant: id(ASSISTANT)?,
@@ -110,14 +114,37 @@ impl ChatTokenizer {
                 "{source} has no chat template; a policy is prompted through one"
             ))
         })?;
-        let stop = model.stop_ids();
-        let end = *stop.first().ok_or_else(|| {
-            TrainError::Tokenizer(format!("{source} names no end-of-sequence token"))
-        })?;
-        let pad = model.pad_id();
         let tokenizer = model.tokenizer.clone();
-        let end_text = tokenizer.decode(&[end], false).map_err(model_error)?;
-        let follow_up = follow_up_template(&template, &end_text)?;
+        // The turn's end is the end id the template writes after an answer
+        // (Llama 3 lists <|end_of_text|> before <|eot_id|>); the others
+        // still stop generation.
+        let mut stops = model.stop_ids();
+        let mut refusal = None;
+        let mut chosen = None;
+        for (at, &id) in stops.iter().enumerate() {
+            let text = tokenizer.decode(&[id], false).map_err(model_error)?;
+            match follow_up_template(&template, &text) {
+                Ok(follow_up) => {
+                    chosen = Some((at, follow_up));
+                    break;
+                }
+                Err(e) => {
+                    refusal.get_or_insert(e);
+                }
+            }
+        }
+        let (at, follow_up) = match (chosen, refusal) {
+            (Some(chosen), _) => chosen,
+            (None, Some(refusal)) => return Err(refusal),
+            (None, None) => {
+                return Err(TrainError::Tokenizer(format!(
+                    "{source} names no end-of-sequence token"
+                )));
+            }
+        };
+        let end = stops.remove(at);
+        stops.insert(0, end);
+        let pad = model.pad_id();
         Ok(ChatTokenizer {
             format: ChatFormat::Template {
                 tokenizer: Arc::new(PretrainedText {
@@ -128,6 +155,7 @@ impl ChatTokenizer {
             },
             pad,
             end,
+            stops,
         })
     }
 

@@ -16,6 +16,7 @@ use verifine_models::{DecoderSpec, Pretrained, Weights};
 use verifine_train::config::FreezeConfig;
 use verifine_train::hooks::{Answer, Fixed, Host, Reward, RewardFunction};
 use verifine_train::model::{Decoder, KvCache, LoraConfig, LoraModule, load_matching_weights};
+use verifine_train::tokenizer::ChatTokenizer;
 use verifine_train::{TrainConfig, resume, train};
 
 const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
@@ -165,6 +166,25 @@ fn assert_sampling_copy_computes_the_same(trained: &Decoder) {
             start + len
         );
     }
+}
+
+#[test]
+fn the_turn_ends_on_the_end_id_the_template_writes_and_every_end_id_stops() {
+    let dir = scratch("end-ids");
+    write_base(&dir, 0.0);
+    // The first listed end id is one the template never writes after an
+    // answer (as Llama 3 lists <|end_of_text|> before <|eot_id|>).
+    let path = dir.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let im_end = config["eos_token_id"].as_u64().unwrap() as u32;
+    let im_start = im_end - 1;
+    config["eos_token_id"] = json!([im_start, im_end]);
+    std::fs::write(&path, config.to_string()).unwrap();
+    let model = Pretrained::load(&dir, &Device::Cpu).unwrap();
+    let tokenizer = ChatTokenizer::pretrained(&model).unwrap();
+    assert_eq!(tokenizer.end, im_end);
+    assert_eq!(tokenizer.stops, vec![im_end, im_start]);
 }
 
 fn scratch(name: &str) -> PathBuf {
