@@ -2,8 +2,8 @@
 //! embeddings, grouped-query scores.
 
 use super::model::{JudgeDecoder, Layer, Result, RopeStyle, e};
-use candle_core::quantized::QMatMul;
-use candle_core::{Module, Tensor};
+use super::projection::Projection;
+use candle_core::Tensor;
 
 impl JudgeDecoder {
     /// A layer's queries and keys (normed per head where the architecture
@@ -19,8 +19,8 @@ impl JudgeDecoder {
         cos: &Tensor,
         sin: &Tensor,
     ) -> Result<(Tensor, Tensor, Tensor)> {
-        let project = |w: &QMatMul, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
-            let mut y = w.forward(h).map_err(e)?;
+        let project = |w: &Projection, bias: &Option<Tensor>, heads: usize| -> Result<Tensor> {
+            let mut y = w.forward(h)?;
             if let Some(bias) = bias {
                 y = y.broadcast_add(bias).map_err(e)?;
             }

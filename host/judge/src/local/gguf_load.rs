@@ -7,6 +7,7 @@
 //! are scaled by 1/√key_length (1/√(width/heads) for the 62-layer 27B).
 
 use super::model::{Activation, JudgeDecoder, Layer, Result, RopeStyle, Shape, SlidingWindow, e};
+use super::projection::Projection;
 use candle_core::Device;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file::Content};
 use std::io::{Read, Seek};
@@ -116,16 +117,17 @@ impl JudgeDecoder {
         };
         let dense = |t: candle_core::quantized::QTensor| t.dequantize(device).map_err(e);
         let slow = slow_on_this_device(content, device);
-        let matmul = |t: QTensor| -> Result<QMatMul> {
+        let matmul = |t: QTensor| -> Result<Projection> {
             let Some(widen) = slow.filter(|_| !has_cpu_kernel(t.dtype())) else {
-                return QMatMul::from_qtensor(t).map_err(e);
+                return Projection::from_qmatmul(QMatMul::from_qtensor(t).map_err(e)?);
             };
             let dense = t.dequantize(device).map_err(e)?;
             match widen {
-                Widen::F32 => Ok(QMatMul::Tensor(dense)),
+                Widen::F32 => Projection::dense(&dense),
                 Widen::Q8_0 => QTensor::quantize(&dense, GgmlDType::Q8_0)
                     .and_then(QMatMul::from_qtensor)
-                    .map_err(e),
+                    .map_err(e)
+                    .and_then(Projection::from_qmatmul),
             }
         };
         let embedding = dense(tensor("token_embd.weight")?)?;
@@ -167,7 +169,7 @@ impl JudgeDecoder {
         // Tied embeddings: no separate output matrix.
         let output = match tensor("output.weight") {
             Ok(t) => matmul(t)?,
-            Err(_) => QMatMul::Tensor(embedding.clone()),
+            Err(_) => Projection::tied(&embedding),
         };
         let sliding_window = match gemma {
             true => Some(SlidingWindow {

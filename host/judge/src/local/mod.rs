@@ -19,6 +19,7 @@ mod attention;
 mod decode;
 mod gguf_load;
 pub mod model;
+mod projection;
 pub mod safetensors;
 pub mod schema;
 mod tables;

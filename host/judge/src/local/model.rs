@@ -1,5 +1,5 @@
 //! A llama-, qwen2- or gemma3-architecture decoder, for inference only:
-//! its weights stay in their quantized form (`QMatMul`), and the forward
+//! its weights stay in their quantized form (see `projection.rs`), and the forward
 //! pass extends a [`KvCache`] that can be cut back to any prefix, which is
 //! what lets a judge encode a shared prompt prefix once.
 //!
@@ -11,8 +11,8 @@
 //! norms after attention and after the MLP, GELU (tanh) gating, and
 //! sliding-window layers with their own rotary base.
 
-use candle_core::quantized::QMatMul;
-use candle_core::{D, DType, Device, Module, Tensor};
+use super::projection::Projection;
+use candle_core::{D, DType, Device, Tensor};
 
 pub(super) type Result<T> = std::result::Result<T, String>;
 
@@ -46,17 +46,17 @@ pub(super) struct SlidingWindow {
 /// One decoder block's weights.
 pub(super) struct Layer {
     pub(super) attn_norm: Tensor,
-    pub(super) q: QMatMul,
-    pub(super) k: QMatMul,
-    pub(super) v: QMatMul,
+    pub(super) q: Projection,
+    pub(super) k: Projection,
+    pub(super) v: Projection,
     pub(super) q_bias: Option<Tensor>,
     pub(super) k_bias: Option<Tensor>,
     pub(super) v_bias: Option<Tensor>,
-    pub(super) o: QMatMul,
+    pub(super) o: Projection,
     pub(super) ffn_norm: Tensor,
-    pub(super) gate: QMatMul,
-    pub(super) up: QMatMul,
-    pub(super) down: QMatMul,
+    pub(super) gate: Projection,
+    pub(super) up: Projection,
+    pub(super) down: Projection,
     /// Per-head RMS norms of queries and keys (gemma3).
     pub(super) q_norm: Option<Tensor>,
     pub(super) k_norm: Option<Tensor>,
@@ -92,7 +92,7 @@ pub struct JudgeDecoder {
     pub(super) embedding: Tensor,
     pub(super) layers: Vec<Layer>,
     pub(super) norm: Tensor,
-    pub(super) output: QMatMul,
+    pub(super) output: Projection,
     pub(super) cos: Tensor,
     pub(super) sin: Tensor,
     /// Rotary tables and window of the sliding-window layers.
@@ -160,7 +160,7 @@ impl JudgeDecoder {
         embedding: Tensor,
         layers: Vec<Layer>,
         norm: Tensor,
-        output: QMatMul,
+        output: Projection,
         shape: Shape,
         device: &Device,
     ) -> Result<Self> {
@@ -381,18 +381,18 @@ impl JudgeDecoder {
     /// The rest of a block once attention has run: the output projection
     /// (normed, in gemma3) added to the stream, then the gated MLP.
     fn finish_block(&self, layer: &Layer, x: Tensor, attended: &Tensor) -> Result<Tensor> {
-        let out = layer.o.forward(attended).map_err(e)?;
+        let out = layer.o.forward(attended)?;
         let out = post_norm(out, &layer.post_attn_norm, self.eps)?;
         let x = (x + out).map_err(e)?;
         let h = rms_norm(&x, &layer.ffn_norm, self.eps)?;
-        let gate = layer.gate.forward(&h).map_err(e)?;
+        let gate = layer.gate.forward(&h)?;
         let gate = match self.activation {
             Activation::Silu => candle_nn::ops::silu(&gate),
             Activation::GeluTanh => gate.gelu(),
         }
         .map_err(e)?;
-        let up = layer.up.forward(&h).map_err(e)?;
-        let mlp = layer.down.forward(&(gate * up).map_err(e)?).map_err(e)?;
+        let up = layer.up.forward(&h)?;
+        let mlp = layer.down.forward(&(gate * up).map_err(e)?)?;
         let mlp = post_norm(mlp, &layer.post_ffn_norm, self.eps)?;
         (x + mlp).map_err(e)
     }
@@ -400,7 +400,7 @@ impl JudgeDecoder {
     /// Final norm, output matrix, log-softmax over the vocabulary.
     fn log_probs(&self, x: &Tensor) -> Result<Tensor> {
         let x = rms_norm(x, &self.norm, self.eps)?;
-        let logits = self.output.forward(&x).map_err(e)?;
+        let logits = self.output.forward(&x)?;
         candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1).map_err(e)
     }
 }

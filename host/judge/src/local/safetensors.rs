@@ -4,7 +4,7 @@
 //! q/k in the rotate-half layout, so both rotate halves.
 
 use super::model::{Activation, JudgeDecoder, Layer, RopeStyle, Shape};
-use candle_core::quantized::QMatMul;
+use super::projection::Projection;
 use candle_core::{Device, Tensor};
 use std::path::Path;
 use verifine_models::weights::{EMBED, FINAL_NORM, LM_HEAD, block_names};
@@ -47,17 +47,17 @@ pub fn load(dir: &Path, spec: &DecoderSpec, device: &Device) -> Result<JudgeDeco
         };
         layers.push(Layer {
             attn_norm: take(&n.attn_norm)?,
-            q: QMatMul::Tensor(take(&n.q)?),
-            k: QMatMul::Tensor(take(&n.k)?),
-            v: QMatMul::Tensor(take(&n.v)?),
+            q: Projection::dense(&take(&n.q)?)?,
+            k: Projection::dense(&take(&n.k)?)?,
+            v: Projection::dense(&take(&n.v)?)?,
             q_bias,
             k_bias,
             v_bias,
-            o: QMatMul::Tensor(take(&n.o)?),
+            o: Projection::dense(&take(&n.o)?)?,
             ffn_norm: take(&n.mlp_norm)?,
-            gate: QMatMul::Tensor(take(&n.gate)?),
-            up: QMatMul::Tensor(take(&n.up)?),
-            down: QMatMul::Tensor(take(&n.down)?),
+            gate: Projection::dense(&take(&n.gate)?)?,
+            up: Projection::dense(&take(&n.up)?)?,
+            down: Projection::dense(&take(&n.down)?)?,
             q_norm: None,
             k_norm: None,
             post_attn_norm: None,
@@ -67,8 +67,8 @@ pub fn load(dir: &Path, spec: &DecoderSpec, device: &Device) -> Result<JudgeDeco
     }
     let norm = take(FINAL_NORM)?;
     let output = match spec.tie_word_embeddings {
-        true => QMatMul::Tensor(embedding.clone()),
-        false => QMatMul::Tensor(take(LM_HEAD)?),
+        true => Projection::tied(&embedding),
+        false => Projection::dense(&take(LM_HEAD)?)?,
     };
     JudgeDecoder::assemble(
         embedding,
