@@ -24,6 +24,9 @@ pub fn complete_checkpoints(run: &Path) -> usize {
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
+                // A checkpoint being written is a dot-named directory that
+                // already holds state.json until its rename: not complete.
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
                 .filter(|e| e.path().join("state.json").exists())
                 .count()
         })
