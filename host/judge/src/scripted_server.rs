@@ -78,10 +78,11 @@ pub fn serve(
                     (received.clone(), script.clone(), counter.clone());
                 let (in_flight, in_flight_max) = (in_flight.clone(), in_flight_max.clone());
                 std::thread::spawn(move || {
-                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                    in_flight_max.fetch_max(now, Ordering::SeqCst);
-                    handle(stream, &received, &*script, &counter);
-                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    let requests = InFlight {
+                        now: &in_flight,
+                        max: &in_flight_max,
+                    };
+                    handle(stream, &received, &*script, &counter, requests);
                 });
             }
         });
@@ -93,11 +94,31 @@ pub fn serve(
     }
 }
 
+/// Requests the server holds: counted from a whole request read until its
+/// answer starts to be written, so a client that sends its next request the
+/// moment it has an answer is never counted twice.
+struct InFlight<'a> {
+    now: &'a AtomicUsize,
+    max: &'a AtomicUsize,
+}
+
+impl InFlight<'_> {
+    fn enter(&self) {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(now, Ordering::SeqCst);
+    }
+
+    fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 fn handle(
     stream: TcpStream,
     received: &Mutex<Vec<Received>>,
     script: &Script,
     counter: &AtomicUsize,
+    requests: InFlight<'_>,
 ) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut head = String::new();
@@ -122,6 +143,7 @@ fn handle(
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    requests.enter();
     let n = counter.fetch_add(1, Ordering::SeqCst);
     received.lock().unwrap().push(Received {
         head,
@@ -136,6 +158,7 @@ fn handle(
                 reply = *next;
             }
             Reply::Ok(bytes) => {
+                requests.leave();
                 let _ = write!(
                     stream,
                     "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -145,6 +168,7 @@ fn handle(
                 return;
             }
             Reply::Status(code, retry_after) => {
+                requests.leave();
                 let retry = retry_after.map_or(String::new(), |s| format!("retry-after: {s}\r\n"));
                 let body = format!("{{\"error\": \"status {code}\"}}");
                 let _ = write!(
