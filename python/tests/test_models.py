@@ -152,20 +152,21 @@ def short_run(tmp_path, gguf, lora: bool) -> pathlib.Path:
     config = (REPO / "examples" / "smollm2" / "train.toml").read_text()
     config = config.replace('from = "models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"', f'from = "{gguf}"')
     for old, new in [
+        ("[sft]\nsteps = 40\nbatch_size = 16", "[sft]\nsteps = 1\nbatch_size = 2"),
         ("steps = 24", "steps = 2"),
         ("prompts_per_step = 4", "prompts_per_step = 2"),
         ("num_generations = 8", "num_generations = 2"),
         ("max_new_tokens = 80", "max_new_tokens = 12"),
         ("heldout_problems = 200", "heldout_problems = 2"),
-        ("learning_rate = 4e-4", "learning_rate = 5e-3"),
+        ("learning_rate = 5e-5", "learning_rate = 5e-3"),
     ]:
         assert old in config, old
         config = config.replace(old, new)
-    config = config.replace("[sft]\nsteps = 0", "[sft]\nsteps = 1\nbatch_size = 2\noptim = { learning_rate = 1e-3 }")
-    assert "steps = 1\nbatch_size = 2" in config
     if not lora:
         start = config.index("[model.lora]")
-        config = config[:start] + "[model.freeze]\nembeddings = true\nlayers = 28\n\n" + config[config.index("# A pretrained"):]
+        end = config.index("\n\n", start) + 2
+        config = config[:start] + "[model.freeze]\nembeddings = true\nlayers = 28\n\n" + config[end:]
+        assert "[model.lora]" not in config and "[sft]" in config
     path = tmp_path / "train.toml"
     path.write_text(config)
     run_dir = tmp_path / "run"
