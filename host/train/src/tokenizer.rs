@@ -119,28 +119,21 @@ impl ChatTokenizer {
         // (Llama 3 lists <|end_of_text|> before <|eot_id|>); the others
         // still stop generation.
         let mut stops = model.stop_ids();
-        let mut refusal = None;
-        let mut chosen = None;
-        for (at, &id) in stops.iter().enumerate() {
-            let text = tokenizer.decode(&[id], false).map_err(model_error)?;
-            match follow_up_template(&template, &text) {
-                Ok(follow_up) => {
-                    chosen = Some((at, follow_up));
-                    break;
-                }
-                Err(e) => {
-                    refusal.get_or_insert(e);
+        let mut first_refusal = None;
+        let chosen = stops.iter().enumerate().find_map(|(at, &id)| {
+            let text = tokenizer.decode(&[id], false).map_err(model_error);
+            match text.and_then(|text| follow_up_template(&template, &text)) {
+                Ok(follow_up) => Some((at, follow_up)),
+                Err(refusal) => {
+                    first_refusal.get_or_insert(refusal);
+                    None
                 }
             }
-        }
-        let (at, follow_up) = match (chosen, refusal) {
-            (Some(chosen), _) => chosen,
-            (None, Some(refusal)) => return Err(refusal),
-            (None, None) => {
-                return Err(TrainError::Tokenizer(format!(
-                    "{source} names no end-of-sequence token"
-                )));
-            }
+        });
+        let Some((at, follow_up)) = chosen else {
+            return Err(first_refusal.unwrap_or_else(|| {
+                TrainError::Tokenizer(format!("{source} names no end-of-sequence token"))
+            }));
         };
         let end = stops.remove(at);
         stops.insert(0, end);

@@ -114,26 +114,36 @@ pub(super) struct Block {
 }
 
 impl Block {
+    /// The block rebuilt projection by projection (`linear`) and tensor by
+    /// tensor (`tensor`: norms and biases); the one place that lists them.
+    fn rebuild<E>(
+        &self,
+        linear: impl Fn(&Linear) -> std::result::Result<Linear, E>,
+        tensor: impl Fn(&Tensor) -> std::result::Result<Tensor, E>,
+    ) -> std::result::Result<Block, E> {
+        Ok(Block {
+            attn_norm: tensor(&self.attn_norm)?,
+            q: linear(&self.q)?,
+            k: linear(&self.k)?,
+            v: linear(&self.v)?,
+            biases: match &self.biases {
+                None => None,
+                Some([q, k, v]) => Some([tensor(q)?, tensor(k)?, tensor(v)?]),
+            },
+            o: linear(&self.o)?,
+            mlp_norm: tensor(&self.mlp_norm)?,
+            gate: linear(&self.gate)?,
+            up: linear(&self.up)?,
+            down: linear(&self.down)?,
+        })
+    }
+
     /// The block with `f` applied to every tensor (adapters included).
     pub fn try_map(
         &self,
         f: impl Fn(&Tensor) -> candle_core::Result<Tensor>,
     ) -> candle_core::Result<Block> {
-        Ok(Block {
-            attn_norm: f(&self.attn_norm)?,
-            q: self.q.try_map(&f)?,
-            k: self.k.try_map(&f)?,
-            v: self.v.try_map(&f)?,
-            biases: match &self.biases {
-                None => None,
-                Some([q, k, v]) => Some([f(q)?, f(k)?, f(v)?]),
-            },
-            o: self.o.try_map(&f)?,
-            mlp_norm: f(&self.mlp_norm)?,
-            gate: self.gate.try_map(&f)?,
-            up: self.up.try_map(&f)?,
-            down: self.down.try_map(&f)?,
-        })
+        self.rebuild(|l| l.try_map(&f), &f)
     }
 
     /// The block with every adapter folded into its weight, copied into
@@ -148,22 +158,7 @@ impl Block {
                 ..Linear::plain(weight.detach().copy()?)
             })
         };
-        let copy = |t: &Tensor| t.detach().copy();
-        Ok(Block {
-            attn_norm: copy(&self.attn_norm)?,
-            q: merge(&self.q)?,
-            k: merge(&self.k)?,
-            v: merge(&self.v)?,
-            biases: match &self.biases {
-                None => None,
-                Some([q, k, v]) => Some([copy(q)?, copy(k)?, copy(v)?]),
-            },
-            o: merge(&self.o)?,
-            mlp_norm: copy(&self.mlp_norm)?,
-            gate: merge(&self.gate)?,
-            up: merge(&self.up)?,
-            down: merge(&self.down)?,
-        })
+        self.rebuild(merge, |t| t.detach().copy())
     }
 
     /// What sampling computes with: every adapter folded into its weight,
@@ -177,20 +172,6 @@ impl Block {
                 layout: WeightLayout::InByOut,
             })
         };
-        Ok(Block {
-            attn_norm: self.attn_norm.detach(),
-            q: merge(&self.q)?,
-            k: merge(&self.k)?,
-            v: merge(&self.v)?,
-            biases: self
-                .biases
-                .as_ref()
-                .map(|b| b.each_ref().map(Tensor::detach)),
-            o: merge(&self.o)?,
-            mlp_norm: self.mlp_norm.detach(),
-            gate: merge(&self.gate)?,
-            up: merge(&self.up)?,
-            down: merge(&self.down)?,
-        })
+        self.rebuild(merge, |t| Ok(t.detach()))
     }
 }
