@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from verifine._verifine import Judgment, Verdict, __version__
 from verifine._verifine import Scorer as _RustScorer
+from verifine._text import label_text
 
 __all__ = ["Scorer", "Judgment", "Verdict", "__version__"]
 
@@ -86,7 +87,7 @@ class Scorer:
         return self._inner.score(
             list(prompts),
             list(responses),
-            None if references is None else [None if r is None else str(r) for r in references],
+            None if references is None else [None if r is None else label_text(r) for r in references],
             None if contexts is None else [_context_json(c) for c in contexts],
         )
 

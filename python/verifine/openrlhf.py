@@ -19,6 +19,7 @@ import json
 from typing import Any, Callable, Optional
 
 from verifine import Scorer
+from verifine._text import label_text
 
 
 def make_reward_func(rubric: str, aggregator: Optional[str] = None, config: Optional[dict] = None, **scorer_options: Any) -> Callable[..., dict]:
@@ -26,7 +27,7 @@ def make_reward_func(rubric: str, aggregator: Optional[str] = None, config: Opti
     scorer = Scorer(rubric, aggregator=aggregator, config=config, **scorer_options)
 
     def reward_func(queries, prompts=None, labels=None, **kwargs: Any) -> dict:
-        labels = None if labels is None else ["" if l is None else str(l) for l in labels]
+        labels = None if labels is None else [label_text(l) for l in labels]
         answer = scorer._inner.openrlhf(list(queries), None if prompts is None else list(prompts), labels)
         result = json.loads(answer)
         result["extra_logs"].pop("revision_generation", None)

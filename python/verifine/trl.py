@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional
 
 from verifine import Scorer
-from verifine._text import completion_text, render
+from verifine._text import completion_text, label_text, render
 
 #: Dataset columns tried, in order, for the reference when none is named.
 REFERENCE_COLUMNS = ("reference", "answer", "solution", "ground_truth", "label")
@@ -53,7 +53,7 @@ def reward_function(
         if column is not None:
             if column not in columns:
                 raise KeyError(f"verifine: the dataset has no column {column!r} (columns: {sorted(columns)})")
-            references = [None if r is None else str(r) for r in columns[column]]
+            references = [None if r is None else label_text(r) for r in columns[column]]
         contexts = list(columns[context_column]) if context_column else None
         judgments = scorer.score(
             [render(p) for p in prompts],

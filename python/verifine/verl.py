@@ -24,6 +24,7 @@ import threading
 from typing import Any, Optional
 
 from verifine import Scorer
+from verifine._text import label_text
 
 _scorers: dict[str, Scorer] = {}
 _lock = threading.Lock()
@@ -60,7 +61,7 @@ def compute_score(
         from verifine._text import render
 
         prompt = render(prompt)
-    reference = None if ground_truth is None else (ground_truth if isinstance(ground_truth, str) else json.dumps(ground_truth))
+    reference = None if ground_truth is None else label_text(ground_truth)
     context = extra_info.get("context")
     [judgment] = scorer.score([prompt], [solution_str], [reference], None if context is None else [context])
     result = {"score": 0.0 if judgment.total is None else float(judgment.total)}
