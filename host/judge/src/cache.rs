@@ -3,15 +3,30 @@
 //! the same answer (re-scoring a dataset is deterministic). Files are
 //! written whole (temporary file, then rename); an unreadable entry is a
 //! miss, never an error.
+//!
+//! A cached answer becomes a reward without any server being asked, so an
+//! entry is trusted only as far as the runtime trusts its compiled code
+//! (one rule, [`SignedCacheDir`]): the directory must belong to this user
+//! and be writable by no one else (else there is no cache), and every
+//! entry carries an HMAC-SHA256 tag over its key and contents under the
+//! key kept outside the cache (`$VERIFINE_CACHE_KEY`, else
+//! `~/.config/verifine/code-cache.key`). An entry whose tag does not
+//! verify (planted, copied under another question, or corrupt) is a miss
+//! and is overwritten by the next answer.
 
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use verifine_runtime::code_cache::{SignedCacheDir, TAG_BYTES};
 use verifine_runtime::judge_models::{ModelAnswer, ModelRequest};
 
-/// Cached answers in one directory.
-#[derive(Debug, Clone)]
+/// What every entry's tag names first, so no other signed cache's entry
+/// can pass for a judge answer.
+const ENTRY_KIND: &[u8] = b"verifine judge answer";
+
+/// Cached answers in one checked directory.
+#[derive(Clone)]
 pub struct DiskCache {
-    dir: PathBuf,
+    signed: SignedCacheDir,
 }
 
 /// What the key covers.
@@ -23,11 +38,12 @@ struct Key<'a> {
 }
 
 impl DiskCache {
-    /// A cache in `dir` (created on first store).
-    pub fn new(dir: &Path) -> Self {
-        DiskCache {
-            dir: dir.to_path_buf(),
-        }
+    /// A cache in `dir` (created private when missing). `None`, with a
+    /// warning, when the directory may be written by others, belongs to
+    /// someone else, or no signing key can be kept: judges then ask their
+    /// servers every time.
+    pub fn open(dir: PathBuf) -> Option<Self> {
+        SignedCacheDir::open(dir, "judge answer cache").map(|signed| DiskCache { signed })
     }
 
     /// The key of `request` sent to `model` at `base_url` (hex sha256).
@@ -41,21 +57,33 @@ impl DiskCache {
         verifine_runtime::engine::sha256_hex(&bytes)
     }
 
-    fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(&key[..2]).join(format!("{key}.json"))
+    /// Where the entry for `key` lives: the tag's bytes, then the
+    /// answer's JSON.
+    pub fn path(&self, key: &str) -> PathBuf {
+        self.signed
+            .dir()
+            .join(&key[..2])
+            .join(format!("{key}.answer"))
     }
 
-    /// The stored answer, marked as cached and free.
+    /// The stored answer, marked as cached and free, when its tag verifies.
     pub fn get(&self, key: &str) -> Option<ModelAnswer> {
-        let text = std::fs::read_to_string(self.path(key)).ok()?;
-        let mut answer: ModelAnswer = serde_json::from_str(&text).ok()?;
+        let path = self.path(key);
+        let bytes = std::fs::read(&path).ok()?;
+        let (tag, json) = bytes.split_at(TAG_BYTES.min(bytes.len()));
+        if !self.signed.verify(tag, &[ENTRY_KIND, key.as_bytes()], json) {
+            tracing::warn!(entry = %path.display(), "judge cache: ignoring an entry whose tag does not verify");
+            return None;
+        }
+        let mut answer: ModelAnswer = serde_json::from_slice(json).ok()?;
         answer.cached = true;
         answer.seconds = 0.0;
         answer.usage = Default::default();
         Some(answer)
     }
 
-    /// Stores an answer; a failure to store is logged, not fatal.
+    /// Stores an answer with its tag; a failure to store is logged, not
+    /// fatal.
     pub fn put(&self, key: &str, answer: &ModelAnswer) {
         let path = self.path(key);
         let stored = path
@@ -64,8 +92,12 @@ impl DiskCache {
             .map_err(|e| e.to_string())
             .and_then(|()| {
                 let json = serde_json::to_vec(answer).map_err(|e| e.to_string())?;
-                verifine_base::write_atomically(&path, |w| w.write_all(&json))
-                    .map_err(|e| e.to_string())
+                let tag = self.signed.tag(&[ENTRY_KIND, key.as_bytes()], &json);
+                verifine_base::write_atomically(&path, |w| {
+                    w.write_all(&tag)?;
+                    w.write_all(&json)
+                })
+                .map_err(|e| e.to_string())
             });
         if let Err(e) = stored {
             tracing::warn!(path = %path.display(), "judge cache: not stored: {e}");

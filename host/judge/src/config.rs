@@ -115,6 +115,17 @@ pub struct HttpConfig {
     /// plus up to as much again of jitter (a `Retry-After` header wins).
     #[serde(default = "defaults::backoff_ms")]
     pub backoff_ms: u64,
+    /// The most time one query may take, all attempts, waits and
+    /// `Retry-After`s together (a caller's own earlier deadline wins):
+    /// without it, retries and a server's `Retry-After` would stretch a
+    /// query to many minutes. Each attempt gets at most what is left.
+    #[serde(default = "defaults::query_deadline_seconds")]
+    pub query_deadline_seconds: f64,
+    /// The largest answer body read, in bytes: a larger one fails the
+    /// query (not retried) and is not read further, so a server cannot
+    /// make the host hold an arbitrarily large answer in memory.
+    #[serde(default = "defaults::max_response_bytes")]
+    pub max_response_bytes: u64,
     /// Sent with every query that names no temperature of its own: a
     /// server's default samples, and a grader's verdicts must not depend
     /// on a draw (0: greedy).
@@ -166,6 +177,12 @@ mod defaults {
     }
     pub fn backoff_ms() -> u64 {
         500
+    }
+    pub fn query_deadline_seconds() -> f64 {
+        120.0
+    }
+    pub fn max_response_bytes() -> u64 {
+        4 * 1024 * 1024
     }
     pub fn prefix_cache_prompts() -> usize {
         8
@@ -245,6 +262,15 @@ fn check_http(http: &HttpConfig) -> std::result::Result<(), String> {
             "timeout_seconds {} must be positive",
             http.timeout_seconds
         ));
+    }
+    if !(http.query_deadline_seconds.is_finite() && http.query_deadline_seconds > 0.0) {
+        return Err(format!(
+            "query_deadline_seconds {} must be positive",
+            http.query_deadline_seconds
+        ));
+    }
+    if http.max_response_bytes == 0 {
+        return Err("max_response_bytes must be at least 1".into());
     }
     if !http.base_url.starts_with("http://") && !http.base_url.starts_with("https://") {
         return Err(format!(

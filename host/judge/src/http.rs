@@ -3,23 +3,52 @@
 //! backoff and jitter on 429, 5xx, timeouts and broken connections (a
 //! `Retry-After` header wins), JSON-schema answers and log-probabilities.
 //! Invalid UTF-8 in an answer is replaced, not fatal.
+//!
+//! A server is not trusted with the host's resources: every query has one
+//! deadline that its attempts, backoffs and `Retry-After`s all respect
+//! (`query_deadline_seconds`, or the caller's earlier one), an answer body
+//! is read only up to `max_response_bytes`, every attempt (retries too)
+//! takes a call from the judge's budget before it is sent, and redirects
+//! are followed only within the configured server's origin (its answers
+//! are cached under that server's name, so another origin must not answer
+//! for it).
 
+mod sender;
+mod wire;
+
+pub use wire::{parse_answer, request_body};
+
+use crate::budget::CallAllowance;
 use crate::config::HttpConfig;
 use crate::error::{JudgeError, Result};
-use serde_json::{Value, json};
+use sender::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use verifine_base::SplitMix64;
-use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
+use verifine_runtime::judge_models::{ModelAnswer, ModelRequest};
+
+/// Same-origin redirects followed in a row before the query fails: a
+/// server behind a proxy may redirect once or twice, never in a loop.
+const MAX_REDIRECTS: usize = 5;
 
 /// What one query's exchange with the server came to.
 pub struct Exchange {
     /// The answer, or why there is none.
     pub answer: std::result::Result<ModelAnswer, String>,
-    /// Requests sent for it (1 + retries taken).
+    /// Requests sent for it (1 + retries taken; 0 when none was sent).
     pub calls: u64,
     /// Seconds from the first request to the end.
     pub seconds: f64,
+}
+
+impl Exchange {
+    /// A query that failed before anything was sent.
+    pub(crate) fn unsent(reason: String) -> Self {
+        Exchange {
+            answer: Err(reason),
+            calls: 0,
+            seconds: 0.0,
+        }
+    }
 }
 
 /// A client for one server and model.
@@ -45,6 +74,7 @@ impl HttpBackend {
         };
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs_f64(config.timeout_seconds))
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|e| JudgeError::Client(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -65,8 +95,17 @@ impl HttpBackend {
     }
 
     /// Sends every request (at most `concurrency` at once) and waits for
-    /// all of them; results in order.
-    pub fn exchange_all(&self, requests: &[&ModelRequest]) -> Vec<Exchange> {
+    /// all of them; results in order. The first attempt of each request
+    /// was already taken from `allowance` by the caller (so a batch is
+    /// admitted under one lock); retries take theirs as they go. A query
+    /// ends by `caller_deadline` when one is given, and in any case within
+    /// `query_deadline_seconds` of being sent.
+    pub fn exchange_all(
+        &self,
+        requests: &[&ModelRequest],
+        allowance: &CallAllowance,
+        caller_deadline: Option<Instant>,
+    ) -> Vec<Exchange> {
         let run = || {
             self.runtime.block_on(async {
                 let limit = Arc::new(tokio::sync::Semaphore::new(self.config.concurrency));
@@ -81,27 +120,31 @@ impl HttpBackend {
                             url: self.url.clone(),
                             api_key: self.api_key.clone(),
                             config: self.config.clone(),
+                            allowance: allowance.clone(),
                         };
                         let limit = limit.clone();
                         self.runtime.spawn(async move {
                             let _permit = limit.acquire_owned().await;
+                            let own = Duration::from_secs_f64(sender.config.query_deadline_seconds);
+                            let own = Instant::now() + own;
+                            let deadline = caller_deadline.map_or(own, |d| d.min(own));
                             match body {
-                                Ok(body) => sender.send(body, i as u64).await,
-                                Err(e) => Exchange {
-                                    answer: Err(e),
-                                    calls: 0,
-                                    seconds: 0.0,
-                                },
+                                Ok(body) => sender.send(body, i as u64, deadline).await,
+                                Err(e) => Exchange::unsent(e),
                             }
                         })
                     })
                     .collect();
                 let mut out = Vec::with_capacity(handles.len());
                 for handle in handles {
-                    out.push(handle.await.unwrap_or_else(|e| Exchange {
-                        answer: Err(format!("the request task failed: {e}")),
-                        calls: 0,
-                        seconds: 0.0,
+                    out.push(handle.await.unwrap_or_else(|e| {
+                        // A task that panicked may have sent its request:
+                        // the call it held stays spent.
+                        Exchange {
+                            answer: Err(format!("the request task failed: {e}")),
+                            calls: 1,
+                            seconds: 0.0,
+                        }
                     }));
                 }
                 out
@@ -117,221 +160,28 @@ impl HttpBackend {
     }
 }
 
-/// What one request task needs.
-struct Sender {
-    client: reqwest::Client,
-    url: Arc<str>,
-    api_key: Option<Arc<str>>,
-    config: Arc<HttpConfig>,
-}
-
-/// Whether a failed attempt is worth repeating, and how long the server
-/// asked us to wait.
-enum Failure {
-    Retry(String, Option<Duration>),
-    Final(String),
-}
-
-impl Sender {
-    async fn send(&self, body: String, stream: u64) -> Exchange {
-        let started = Instant::now();
-        let mut rng = SplitMix64::new(stream ^ 0x4A17_7E55);
-        let mut calls = 0;
-        let mut last = String::new();
-        for attempt in 0..=self.config.retries {
-            calls += 1;
-            let failure = match self.attempt(&body).await {
-                Ok(bytes) => {
-                    let seconds = started.elapsed().as_secs_f64();
-                    return Exchange {
-                        answer: parse_answer(&bytes, &self.config.model, seconds),
-                        calls,
-                        seconds,
-                    };
-                }
-                Err(failure) => failure,
-            };
-            let wait = match failure {
-                Failure::Final(message) => {
-                    last = message;
-                    break;
-                }
-                Failure::Retry(message, retry_after) => {
-                    last = message;
-                    retry_after.unwrap_or_else(|| {
-                        let base = self.config.backoff_ms.saturating_mul(1 << attempt.min(16));
-                        Duration::from_millis(base + rng.below(base.max(1) as usize) as u64)
-                    })
-                }
-            };
-            if attempt < self.config.retries {
-                tokio::time::sleep(wait).await;
-            }
+/// Follows a redirect only to the origin (scheme, host and port) of the
+/// configured URL, and at most [`MAX_REDIRECTS`] in a row. Another origin
+/// would be sent the prompt (a 307 re-sends the body) and its answer would
+/// be trusted and cached as this server's; refusing is the only safe
+/// answer, and an OpenAI-compatible API has no reason to send a client
+/// elsewhere.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let Some(first) = attempt.previous().first() else {
+            return attempt.stop();
+        };
+        if attempt.url().origin() != first.origin() {
+            let refusal = format!(
+                "refused a redirect to another origin ({} from {})",
+                verifine_runtime::text::sanitize(attempt.url().as_str(), 120),
+                first.origin().ascii_serialization()
+            );
+            return attempt.error(refusal);
         }
-        Exchange {
-            answer: Err(format!(
-                "{last} (after {calls} attempt{})",
-                if calls == 1 { "" } else { "s" }
-            )),
-            calls,
-            seconds: started.elapsed().as_secs_f64(),
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
         }
-    }
-
-    async fn attempt(&self, body: &str) -> std::result::Result<Vec<u8>, Failure> {
-        let mut request = self
-            .client
-            .post(&*self.url)
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        let response = request.send().await.map_err(|e| self.transport(e))?;
-        let status = response.status();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(|s| Duration::from_secs_f64(s.min(300.0)));
-        let bytes = response.bytes().await.map_err(|e| self.transport(e))?;
-        if status.is_success() {
-            return Ok(bytes.to_vec());
-        }
-        let message = format!("HTTP {status}: {}", snippet(&bytes));
-        if status.as_u16() == 429 || status.is_server_error() {
-            Err(Failure::Retry(message, retry_after))
-        } else {
-            Err(Failure::Final(message))
-        }
-    }
-
-    fn transport(&self, e: reqwest::Error) -> Failure {
-        if e.is_timeout() {
-            Failure::Retry(
-                format!("timed out after {} s", self.config.timeout_seconds),
-                None,
-            )
-        } else if e.is_connect() || e.is_request() || e.is_body() {
-            Failure::Retry(format!("connection to {} failed: {e}", self.url), None)
-        } else {
-            Failure::Final(format!("request to {} failed: {e}", self.url))
-        }
-    }
-}
-
-/// The chat-completions request for one query.
-pub fn request_body(
-    model: &str,
-    temperature: f32,
-    request: &ModelRequest,
-) -> std::result::Result<String, String> {
-    let mut messages = Vec::new();
-    if let Some(system) = &request.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    messages.push(json!({"role": "user", "content": request.prompt}));
-    // A choice comes back as a quoted JSON string: leave room for the
-    // longest one even when every byte is a token.
-    let longest_choice = request.choices.iter().map(String::len).max().unwrap_or(0) as u32;
-    let max_tokens = if request.choices.is_empty() {
-        request.max_tokens
-    } else {
-        request.max_tokens.max(longest_choice + 4)
-    };
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "max_tokens": max_tokens,
-    });
-    body["temperature"] = json!(request.temperature.unwrap_or(temperature));
-    if !request.stop.is_empty() {
-        body["stop"] = json!(request.stop);
-    }
-    let choices_schema = (!request.choices.is_empty())
-        .then(|| json!({"type": "string", "enum": request.choices}).to_string());
-    if let Some(schema) = request.json_schema.as_ref().or(choices_schema.as_ref()) {
-        let schema: Value = serde_json::from_str(schema)
-            .map_err(|e| format!("the query's JSON schema is not JSON: {e}"))?;
-        body["response_format"] = json!({
-            "type": "json_schema",
-            "json_schema": {"name": "answer", "strict": true, "schema": schema},
-        });
-    }
-    // A choice's confidence is read from the log-probabilities of the
-    // token where the choices part ways.
-    let top_logprobs = match request.choices.len() {
-        0 => request.top_logprobs,
-        n => request.top_logprobs.max(n.min(20) as u32),
-    };
-    if top_logprobs > 0 {
-        body["logprobs"] = json!(true);
-        body["top_logprobs"] = json!(top_logprobs);
-    }
-    Ok(body.to_string())
-}
-
-/// Reads a chat-completions response.
-pub fn parse_answer(
-    bytes: &[u8],
-    model: &str,
-    seconds: f64,
-) -> std::result::Result<ModelAnswer, String> {
-    let text = String::from_utf8_lossy(bytes);
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("the answer is not JSON ({e}): {}", snippet(bytes)))?;
-    let choice = &v["choices"][0];
-    let content = choice["message"]["content"].as_str().ok_or_else(|| {
-        format!(
-            "the answer has no choices[0].message.content: {}",
-            snippet(bytes)
-        )
-    })?;
-    let logprobs = choice["logprobs"]["content"]
-        .as_array()
-        .map(|tokens| {
-            tokens
-                .iter()
-                .map(|t| TokenLogprob {
-                    token: t["token"].as_str().unwrap_or_default().to_string(),
-                    logprob: t["logprob"].as_f64().unwrap_or(f64::NEG_INFINITY),
-                    top: t["top_logprobs"]
-                        .as_array()
-                        .map(|alts| {
-                            alts.iter()
-                                .map(|a| {
-                                    (
-                                        a["token"].as_str().unwrap_or_default().to_string(),
-                                        a["logprob"].as_f64().unwrap_or(f64::NEG_INFINITY),
-                                    )
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let usage = &v["usage"];
-    let count = |value: &Value| value.as_u64().unwrap_or(0);
-    Ok(ModelAnswer {
-        text: content.to_string(),
-        logprobs,
-        usage: TokenUsage {
-            input: count(&usage["prompt_tokens"]),
-            cached_input: count(&usage["prompt_tokens_details"]["cached_tokens"]),
-            output: count(&usage["completion_tokens"]),
-        },
-        model: v["model"].as_str().unwrap_or(model).to_string(),
-        seconds,
-        cached: false,
+        attempt.follow()
     })
-}
-
-/// The start of a body, for an error message: a server's text reaches
-/// logs and plugins, so control characters are escaped.
-fn snippet(bytes: &[u8]) -> String {
-    verifine_runtime::text::sanitize(&String::from_utf8_lossy(bytes), 200)
 }

@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod cache;
 pub mod config;
 pub mod cost;
@@ -24,10 +25,12 @@ pub use config::{
 pub use cost::Ledger;
 pub use error::{JudgeError, Result};
 
+use budget::CallAllowance;
 use cache::DiskCache;
 use http::{Exchange, HttpBackend};
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use verifine_runtime::judge_models::{JudgeModels, ModelAnswer, ModelRequest, TokenLogprob};
 
 /// The configured judges, by name.
@@ -70,9 +73,17 @@ impl Backend {
         }
     }
 
-    fn exchange_all(&self, requests: &[&ModelRequest]) -> Vec<Exchange> {
+    /// Local backends answer in turn and take no retries: the call each
+    /// query was admitted with is all they spend, and they do not stop
+    /// at a caller's deadline.
+    fn exchange_all(
+        &self,
+        requests: &[&ModelRequest],
+        allowance: &CallAllowance,
+        deadline: Option<Instant>,
+    ) -> Vec<Exchange> {
         match self {
-            Backend::Http(http) => http.exchange_all(requests),
+            Backend::Http(http) => http.exchange_all(requests, allowance, deadline),
             #[cfg(feature = "local")]
             Backend::Local(local) => local.exchange_all(requests),
             #[cfg(feature = "local")]
@@ -105,8 +116,8 @@ struct Judge {
     base_url: String,
     model: String,
     price: Price,
-    budget: Budget,
-    ledger: Mutex<Ledger>,
+    /// The ledger and budget, shared with the backend's request tasks.
+    allowance: CallAllowance,
     cache: Option<DiskCache>,
 }
 
@@ -114,6 +125,7 @@ impl Judges {
     /// Starts a client per judge (reading API keys from the environment).
     pub fn new(config: &JudgesConfig) -> Result<Self> {
         let mut judges = BTreeMap::new();
+        let cache = config.cache_dir.clone().and_then(DiskCache::open);
         for (name, judge) in &config.judges {
             let (base_url, model) = cache_identity(&judge.backend);
             judges.insert(
@@ -123,9 +135,11 @@ impl Judges {
                     base_url,
                     model,
                     price: judge.price,
-                    budget: judge.budget,
-                    ledger: Mutex::new(Ledger::default()),
-                    cache: config.cache_dir.as_deref().map(DiskCache::new),
+                    allowance: CallAllowance::new(
+                        Arc::new(Mutex::new(Ledger::default())),
+                        judge.budget,
+                    ),
+                    cache: cache.clone(),
                 },
             );
         }
@@ -136,7 +150,7 @@ impl Judges {
     pub fn ledgers(&self) -> BTreeMap<String, Ledger> {
         self.judges
             .iter()
-            .map(|(name, judge)| (name.clone(), *judge.ledger.lock().expect("ledger lock")))
+            .map(|(name, judge)| (name.clone(), *judge.allowance.lock()))
             .collect()
     }
 
@@ -144,13 +158,25 @@ impl Judges {
     pub fn names(&self) -> Vec<String> {
         self.judges.keys().cloned().collect()
     }
-}
 
-impl JudgeModels for Judges {
-    fn ask(
+    /// [`JudgeModels::ask`] for a caller with a deadline of its own (a
+    /// request being served, a plugin call's budget of host time): HTTP
+    /// queries still unanswered at `deadline` fail then, however many
+    /// retries their judge allows, instead of outliving the caller.
+    pub fn ask_before(
         &self,
         plugin: &str,
         requests: &[ModelRequest],
+        deadline: Instant,
+    ) -> Vec<std::result::Result<ModelAnswer, String>> {
+        self.ask_by(plugin, requests, Some(deadline))
+    }
+
+    fn ask_by(
+        &self,
+        plugin: &str,
+        requests: &[ModelRequest],
+        deadline: Option<Instant>,
     ) -> Vec<std::result::Result<ModelAnswer, String>> {
         let mut answers: Vec<Option<std::result::Result<ModelAnswer, String>>> =
             vec![None; requests.len()];
@@ -172,7 +198,7 @@ impl JudgeModels for Judges {
             };
             let asked: Vec<&ModelRequest> = indices.iter().map(|&i| &requests[i]).collect();
             tracing::debug!(plugin, judge = name, queries = asked.len(), "judge-model");
-            for (i, answer) in indices.into_iter().zip(judge.ask(&asked)) {
+            for (i, answer) in indices.into_iter().zip(judge.ask(&asked, deadline)) {
                 answers[i] = Some(answer);
             }
         }
@@ -183,9 +209,26 @@ impl JudgeModels for Judges {
     }
 }
 
+impl JudgeModels for Judges {
+    /// Queries end within their judge's `query_deadline_seconds`; a caller
+    /// with an earlier deadline uses [`Judges::ask_before`].
+    fn ask(
+        &self,
+        plugin: &str,
+        requests: &[ModelRequest],
+    ) -> Vec<std::result::Result<ModelAnswer, String>> {
+        self.ask_by(plugin, requests, None)
+    }
+}
+
 impl Judge {
-    /// Cache hits first; the rest are sent while the budget allows.
-    fn ask(&self, requests: &[&ModelRequest]) -> Vec<std::result::Result<ModelAnswer, String>> {
+    /// Cache hits first; the rest are sent while the budget allows, each
+    /// taking its first call under the same lock that checked the budget.
+    fn ask(
+        &self,
+        requests: &[&ModelRequest],
+        deadline: Option<Instant>,
+    ) -> Vec<std::result::Result<ModelAnswer, String>> {
         // Keys only where there is a cache to look in.
         let keys: Vec<Option<String>> = requests
             .iter()
@@ -197,49 +240,36 @@ impl Judge {
             .collect();
         let mut answers: Vec<Option<std::result::Result<ModelAnswer, String>>> =
             vec![None; requests.len()];
-        let mut to_send = Vec::new();
-        let mut ledger = self.ledger.lock().expect("ledger lock");
+        let mut admitted = Vec::new();
+        let mut ledger = self.allowance.lock();
         for (i, key) in keys.iter().enumerate() {
             let hit = self.cache.as_ref().zip(key.as_deref());
-            match hit.and_then(|(cache, key)| cache.get(key)) {
-                Some(hit) => {
-                    ledger.cache_hits += 1;
-                    answers[i] = Some(Ok(hit));
-                }
-                None => to_send.push(i),
+            if let Some(hit) = hit.and_then(|(cache, key)| cache.get(key)) {
+                ledger.cache_hits += 1;
+                answers[i] = Some(Ok(hit));
+                continue;
             }
-        }
-        // A call budget admits as many queries as calls remain; token and
-        // USD budgets can only be checked against what was spent already.
-        let admitted = match ledger.exhausted(&self.budget) {
-            Some(reason) => {
-                for &i in &to_send {
-                    answers[i] = Some(Err(reason.clone()));
-                }
-                ledger.failures += to_send.len() as u64;
-                Vec::new()
-            }
-            None => {
-                let room = self
-                    .budget
-                    .max_calls
-                    .map_or(usize::MAX, |m| m.saturating_sub(ledger.calls) as usize);
-                for &i in to_send.iter().skip(room) {
-                    answers[i] = Some(Err(format!(
-                        "budget exhausted: max_calls {} reached",
-                        self.budget.max_calls.unwrap_or_default()
-                    )));
+            // Token and USD budgets can only be checked against what was
+            // spent already; calls are taken here, before anything is sent.
+            match budget::take(&mut ledger, self.allowance.budget()) {
+                Ok(()) => admitted.push(i),
+                Err(reason) => {
+                    answers[i] = Some(Err(reason));
                     ledger.failures += 1;
                 }
-                to_send.into_iter().take(room).collect()
             }
-        };
+        }
         drop(ledger);
         let sent: Vec<&ModelRequest> = admitted.iter().map(|&i| requests[i]).collect();
-        let exchanges = self.backend.exchange_all(&sent);
-        let mut ledger = self.ledger.lock().expect("ledger lock");
+        let exchanges = self.backend.exchange_all(&sent, &self.allowance, deadline);
+        let mut ledger = self.allowance.lock();
         for (i, exchange) in admitted.into_iter().zip(exchanges) {
-            ledger.calls += exchange.calls;
+            // Retries took their calls as they went; only a query that
+            // never reached the server gives back the call it was admitted
+            // with.
+            if exchange.calls == 0 {
+                ledger.calls -= 1;
+            }
             if self.backend.is_local() {
                 ledger.device_seconds += exchange.seconds;
             }

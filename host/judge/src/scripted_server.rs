@@ -1,11 +1,13 @@
 //! A scripted OpenAI-compatible server on a local port, for tests of
 //! judge-backed rubrics without a model: each request is recorded and
 //! answered by the test's function of (request number, body). Plain
-//! threads and `std::net`; one connection per request.
+//! threads and `std::net`; one connection per request. It can also play a
+//! hostile server (an endless body, a redirect elsewhere) for tests of
+//! what the client refuses.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +19,12 @@ pub enum Reply {
     Status(u16, Option<u32>),
     /// Wait, then reply.
     After(Duration, Box<Reply>),
+    /// 307 to this location (absolute, or a path on this server).
+    Redirect(String),
+    /// 200 with a body that never ends, written until the client hangs
+    /// up; with a declared `content-length` when given (one it never
+    /// reaches), else delimited by the connection's close.
+    Flood(Option<u64>),
 }
 
 /// A chat-completions answer with `content`, usage and one logprob token.
@@ -54,6 +62,9 @@ pub struct Server {
     pub received: Arc<Mutex<Vec<Received>>>,
     /// The most requests that were open at once.
     pub in_flight_max: Arc<AtomicUsize>,
+    /// Body bytes of [`Reply::Flood`] answers written so far: the most a
+    /// client can have read of them.
+    pub flood_bytes_written: Arc<AtomicU64>,
 }
 
 type Script = dyn Fn(usize, &serde_json::Value) -> Reply + Send + Sync;
@@ -69,20 +80,23 @@ pub fn serve(
     let in_flight_max = Arc::new(AtomicUsize::new(0));
     let script: Arc<Script> = Arc::new(script);
     let counter = Arc::new(AtomicUsize::new(0));
+    let flood_bytes_written = Arc::new(AtomicU64::new(0));
     {
         let received = received.clone();
         let in_flight_max = in_flight_max.clone();
+        let flooded = flood_bytes_written.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let (received, script, counter) =
                     (received.clone(), script.clone(), counter.clone());
                 let (in_flight, in_flight_max) = (in_flight.clone(), in_flight_max.clone());
+                let flooded = flooded.clone();
                 std::thread::spawn(move || {
                     let requests = InFlight {
                         now: &in_flight,
                         max: &in_flight_max,
                     };
-                    handle(stream, &received, &*script, &counter, requests);
+                    handle(stream, &received, &*script, &counter, requests, &flooded);
                 });
             }
         });
@@ -91,6 +105,7 @@ pub fn serve(
         url,
         received,
         in_flight_max,
+        flood_bytes_written,
     }
 }
 
@@ -119,6 +134,7 @@ fn handle(
     script: &Script,
     counter: &AtomicUsize,
     requests: InFlight<'_>,
+    flooded: &AtomicU64,
 ) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut head = String::new();
@@ -178,6 +194,34 @@ fn handle(
                 );
                 return;
             }
+            Reply::Redirect(location) => {
+                requests.leave();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+                return;
+            }
+            Reply::Flood(declared_length) => {
+                requests.leave();
+                flood(stream, declared_length, flooded);
+                return;
+            }
         }
+    }
+}
+
+/// Writes a JSON-looking answer that never ends until the client hangs up.
+fn flood(mut stream: TcpStream, declared_length: Option<u64>, flooded: &AtomicU64) {
+    let length = declared_length.map_or(String::new(), |n| format!("content-length: {n}\r\n"));
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{length}connection: close\r\n\r\n{{\"choices\": \""
+    );
+    if stream.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    let chunk = [b'a'; 64 * 1024];
+    while stream.write_all(&chunk).is_ok() {
+        flooded.fetch_add(chunk.len() as u64, Ordering::SeqCst);
     }
 }

@@ -10,6 +10,9 @@
 //!   `$XDG_CONFIG_HOME/verifine/code-cache.key`, else
 //!   `~/.config/verifine/code-cache.key`, created with mode 0600).
 //!
+//! The directory check and the key live in [`SignedCacheDir`], which the
+//! judge-answer cache uses too.
+//!
 //! So an entry copied under another plugin's name, a corrupted entry, or one
 //! written by someone without the key is recompiled instead of run. Anything
 //! wrong with the cache only costs a compilation, never a load.
@@ -18,14 +21,13 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use verifine_base::{FileError, write_atomically};
 
-/// Bytes of the tag in front of every entry.
-const TAG_BYTES: usize = 32;
+/// Bytes of the tag in front of every entry (an HMAC-SHA256).
+pub const TAG_BYTES: usize = 32;
 
 /// A checked cache directory and the key that signs its entries.
 #[derive(Clone)]
 pub struct CodeCache {
-    dir: PathBuf,
-    key: [u8; 32],
+    signed: SignedCacheDir,
 }
 
 impl CodeCache {
@@ -33,22 +35,14 @@ impl CodeCache {
     /// when the directory can be written by others, belongs to someone else,
     /// or no key can be kept: the runtime then compiles without a cache.
     pub fn open(dir: PathBuf) -> Option<Self> {
-        if let Err(reason) = private_dir(&dir) {
-            tracing::warn!(dir = %dir.display(), "not using the compiled-code cache: {reason}");
-            return None;
-        }
-        match load_or_create_key(&key_path()?) {
-            Ok(key) => Some(CodeCache { dir, key }),
-            Err(reason) => {
-                tracing::warn!("not using the compiled-code cache: {reason}");
-                None
-            }
-        }
+        SignedCacheDir::open(dir, "compiled-code cache").map(|signed| CodeCache { signed })
     }
 
     /// Where the entry for this source and engine lives.
     pub fn entry(&self, source_sha256: &str, engine_key: &str) -> PathBuf {
-        self.dir.join(format!("{source_sha256}-{engine_key}.cwasm"))
+        self.signed
+            .dir()
+            .join(format!("{source_sha256}-{engine_key}.cwasm"))
     }
 
     /// The compiled bytes of the entry, when it exists and its tag verifies.
@@ -60,8 +54,11 @@ impl CodeCache {
             return None;
         }
         let code = bytes.split_off(TAG_BYTES);
-        let expected = self.tag(source_sha256, engine_key, &code);
-        if !constant_time_eq(&bytes, &expected) {
+        if !self.signed.verify(
+            &bytes,
+            &[source_sha256.as_bytes(), engine_key.as_bytes()],
+            &code,
+        ) {
             tracing::warn!(entry = %path.display(), "ignoring a cache entry whose tag does not verify");
             return None;
         }
@@ -75,24 +72,73 @@ impl CodeCache {
         engine_key: &str,
         code: &[u8],
     ) -> Result<(), FileError> {
-        let tag = self.tag(source_sha256, engine_key, code);
+        let tag = self
+            .signed
+            .tag(&[source_sha256.as_bytes(), engine_key.as_bytes()], code);
         write_atomically(&self.entry(source_sha256, engine_key), |w| {
             w.write_all(&tag)?;
             w.write_all(code)
         })
     }
+}
 
-    fn tag(&self, source_sha256: &str, engine_key: &str, code: &[u8]) -> [u8; 32] {
-        hmac_sha256(
-            &self.key,
-            &[
-                source_sha256.as_bytes(),
-                b"\0",
-                engine_key.as_bytes(),
-                b"\0",
-                code,
-            ],
-        )
+/// A cache directory that only this user can write, and the key that signs
+/// what is kept in it: what any on-disk cache whose entries are trusted
+/// needs (compiled code here, judge answers in `verifine-judge`), so every
+/// such cache follows one rule.
+#[derive(Clone)]
+pub struct SignedCacheDir {
+    dir: PathBuf,
+    key: [u8; 32],
+}
+
+impl SignedCacheDir {
+    /// Opens `dir` (created, private, when missing). `None`, with a warning
+    /// naming `what` (the cache, for the log), when the directory can be
+    /// written by others, belongs to someone else, or no key can be kept:
+    /// the caller then works without a cache.
+    pub fn open(dir: PathBuf, what: &str) -> Option<Self> {
+        if let Err(reason) = private_dir(&dir) {
+            tracing::warn!(dir = %dir.display(), "not using the {what}: {reason}");
+            return None;
+        }
+        let Some(key_path) = key_path() else {
+            tracing::warn!("not using the {what}: no place for its key (set VERIFINE_CACHE_KEY)");
+            return None;
+        };
+        match load_or_create_key(&key_path) {
+            Ok(key) => Some(SignedCacheDir { dir, key }),
+            Err(reason) => {
+                tracing::warn!("not using the {what}: {reason}");
+                None
+            }
+        }
+    }
+
+    /// The checked directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The tag of an entry: HMAC-SHA256 over each part of its identity,
+    /// each followed by a zero byte (so parts, which must hold no zero
+    /// byte, cannot slide into each other), and then its contents. A cache
+    /// may name its kind of entry first (the judge-answer cache does), so
+    /// that no other cache's entry can pass for one of its own.
+    pub fn tag(&self, identity: &[&[u8]], contents: &[u8]) -> [u8; 32] {
+        let mut parts = Vec::with_capacity(identity.len() * 2 + 1);
+        for part in identity {
+            parts.push(*part);
+            parts.push(b"\0".as_slice());
+        }
+        parts.push(contents);
+        hmac_sha256(&self.key, &parts)
+    }
+
+    /// Whether `tag` is the tag of this identity and contents (compared in
+    /// constant time).
+    pub fn verify(&self, tag: &[u8], identity: &[&[u8]], contents: &[u8]) -> bool {
+        constant_time_eq(tag, &self.tag(identity, contents))
     }
 }
 
