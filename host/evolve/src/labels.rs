@@ -6,11 +6,12 @@
 //! Every label revision is kept; the newest of each case counts.
 
 use crate::cases::{Case, Dimensions};
-use crate::error::{EvolveError, Result};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::error::Result;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use verifine_base::{FileError, read_jsonl, write_jsonl};
+use verifine_base::{read_jsonl, write_jsonl};
 
 /// How a label came about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +67,7 @@ pub enum QueryReason {
 
 /// What the judge said about a queued case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct JudgeView {
     /// The judge revision that scored it.
     pub revision: u32,
@@ -116,18 +118,56 @@ pub enum LabelInput {
     },
 }
 
-/// One case waiting for a label.
+/// One case waiting for a label. A field it does not know is refused, not
+/// ignored: in a filled-in queue file it is a typo or a forgery (an
+/// `annotator`, say), and either must not pass silently.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct QueueItem {
     /// The case.
+    #[serde(deserialize_with = "StrictCase::deserialize")]
     pub case: Case,
     /// Why it was chosen.
     pub reason: QueryReason,
     /// The judge's diagnostics.
     pub judge: JudgeView,
     /// Filled in by the person; `null` when not (yet) labelled.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "strict_label")]
     pub label: Option<LabelInput>,
+}
+
+/// A label with `confirm` carries nothing but the action. serde ignores
+/// fields beside an internally tagged unit variant even under
+/// `deny_unknown_fields`, so they are refused here: `{"action": "confirm",
+/// "dimensions": {...}}` must not pass for a confirmation of those scores.
+fn strict_label<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<LabelInput>, D::Error> {
+    let Some(value) = Option::<serde_json::Value>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    if value.get("action").and_then(serde_json::Value::as_str) == Some("confirm") {
+        let mut fields = value.as_object().into_iter().flat_map(|m| m.keys());
+        if let Some(extra) = fields.find(|k| *k != "action") {
+            return Err(D::Error::custom(format!(
+                "unknown field `{extra}`: `confirm` takes no fields (it confirms the judge's scores as the run recorded them)"
+            )));
+        }
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(D::Error::custom)
+}
+
+/// [`Case`] as a queue item carries it, with unknown fields refused.
+#[derive(Deserialize)]
+#[serde(remote = "Case", deny_unknown_fields)]
+struct StrictCase {
+    id: String,
+    scenario: String,
+    prompt: String,
+    response: String,
+    reference: String,
 }
 
 /// A clarification of a criterion, for the revision agent.
@@ -201,59 +241,53 @@ pub struct ImportSummary {
     pub unlabelled: usize,
 }
 
-/// Reads a filled-in queue file and turns each labelled item into a label by
-/// `annotator` (a revision when `store` already holds one of that case).
-/// The dimensions must be the judge's; scores must lie in [0, 1]. An error
-/// names `file:line`. Returns the labels, the clarifications and a summary;
-/// nothing is written.
-pub fn read_filled_queue(
-    path: &Path,
-    annotator: &str,
-    store: &LabelStore,
-    overall: impl Fn(&Dimensions) -> f64,
-) -> Result<(Vec<Label>, Vec<Clarification>, ImportSummary)> {
-    let items: Vec<QueueItem> = read_jsonl(path)?;
-    let latest = store.latest(annotator);
-    let mut summary = ImportSummary::default();
-    let (mut labels, mut clarifications) = (Vec::new(), Vec::new());
-    for (line, item) in items.into_iter().enumerate() {
-        let read = label_of(item, annotator, &latest, &overall).map_err(|message| {
-            EvolveError::File(FileError::Line {
-                path: path.to_path_buf(),
-                line: line + 1,
-                message,
-            })
-        })?;
-        let Some((label, clarification)) = read else {
-            summary.unlabelled += 1;
-            continue;
-        };
-        summary.labelled += 1;
-        summary.revised += usize::from(label.revision > 0);
-        if let Some(clarification) = clarification {
-            summary.clarified += 1;
-            clarifications.push(clarification);
-        }
-        labels.push(label);
-    }
-    Ok((labels, clarifications, summary))
+/// The longest note a label may carry, in characters: the revision agent
+/// reads every note, so one pasted document would crowd out the rest.
+pub const MAX_NOTE_CHARS: usize = 4000;
+
+/// The longest criterion a clarification may name, in characters.
+pub const MAX_CRITERION_CHARS: usize = 200;
+
+/// What a label is checked against: the judge's scores of the case as the
+/// run recorded them (what `confirm` and `change` start from), and the
+/// dimensions every label must score (the judge's, also for a case whose
+/// judging failed and so has no scores of its own).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Recorded<'a> {
+    pub(crate) judge: &'a Dimensions,
+    pub(crate) dimensions: &'a BTreeSet<String>,
 }
 
-/// Checks one queue item's label as [`read_filled_queue`] would (the label
-/// page calls this before it saves an edit): `Ok` for a valid or an
-/// absent label, else the reason.
+/// Checks one queue item's label against the item's own judge view (the
+/// label page calls this before it saves an edit; `verifine labels import`
+/// checks again against the run's records): `Ok` for a valid or an absent
+/// label, else the reason.
 pub fn check_item(
     item: &QueueItem,
     annotator: &str,
     store: &LabelStore,
 ) -> std::result::Result<(), String> {
-    label_of(item.clone(), annotator, &store.latest(annotator), |_| 0.0).map(|_| ())
+    let dimensions = item.judge.dimensions.keys().cloned().collect();
+    let recorded = Recorded {
+        judge: &item.judge.dimensions,
+        dimensions: &dimensions,
+    };
+    label_of(
+        item.clone(),
+        recorded,
+        annotator,
+        &store.latest(annotator),
+        |_| 0.0,
+    )
+    .map(|_| ())
 }
 
 /// The label a queue item carries, with its clarification; `None` when
-/// the item is not labelled.
-fn label_of(
+/// the item is not labelled. Scores are checked against `recorded`, never
+/// against the judge view the item itself shows.
+pub(crate) fn label_of(
     item: QueueItem,
+    recorded: Recorded<'_>,
     annotator: &str,
     latest: &BTreeMap<String, Label>,
     overall: impl Fn(&Dimensions) -> f64,
@@ -261,15 +295,23 @@ fn label_of(
     let Some(input) = item.label else {
         return Ok(None);
     };
-    let judge = &item.judge.dimensions;
+    let id = &item.case.id;
+    // `confirm`, `change` and a score-less `clarify` take the judge's scores.
+    let judged = || match recorded.judge.is_empty() {
+        true => Err(format!(
+            "the judge gave case {id:?} no scores (its judging failed), so there is nothing to \
+             confirm or change; give every score with `score`"
+        )),
+        false => Ok(recorded.judge.clone()),
+    };
     let mut clarification = None;
     let (dimensions, action, note) = match input {
-        LabelInput::Confirm => (judge.clone(), LabelAction::Confirm, None),
+        LabelInput::Confirm => (judged()?, LabelAction::Confirm, None),
         LabelInput::Change { dimension, score } => {
-            if !judge.contains_key(&dimension) {
-                return Err(unknown_dimension(&dimension, judge));
+            let mut changed = judged()?;
+            if !changed.contains_key(&dimension) {
+                return Err(unknown_dimension(&dimension, recorded.dimensions));
             }
-            let mut changed = judge.clone();
             changed.insert(dimension, score);
             (changed, LabelAction::Change, None)
         }
@@ -279,30 +321,31 @@ fn label_of(
             note,
             dimensions,
         } => {
+            bounded("criterion", &criterion, MAX_CRITERION_CHARS)?;
+            bounded("note", &note, MAX_NOTE_CHARS)?;
             clarification = Some(Clarification {
-                case_id: item.case.id.clone(),
+                case_id: id.clone(),
                 criterion,
                 note: note.clone(),
             });
-            let dimensions = dimensions.unwrap_or_else(|| judge.clone());
+            let dimensions = match dimensions {
+                Some(dimensions) => dimensions,
+                None => judged()?,
+            };
             (dimensions, LabelAction::Clarify, Some(note))
         }
-        LabelInput::Revise { dimensions, note } => (dimensions, LabelAction::Revise, note),
+        LabelInput::Revise { dimensions, note } => {
+            if let Some(note) = &note {
+                bounded("note", note, MAX_NOTE_CHARS)?;
+            }
+            (dimensions, LabelAction::Revise, note)
+        }
     };
-    if let Some(name) = dimensions.keys().find(|d| !judge.contains_key(*d)) {
-        return Err(unknown_dimension(name, judge));
-    }
-    if let Some(missing) = judge.keys().find(|d| !dimensions.contains_key(*d)) {
-        return Err(format!("the label has no score for dimension {missing:?}"));
-    }
-    if let Some((name, v)) = dimensions.iter().find(|(_, v)| !(0.0..=1.0).contains(*v)) {
-        return Err(format!("dimension {name:?} scored {v}, outside [0, 1]"));
-    }
-    let revision = latest.get(&item.case.id).map_or(0, |l| l.revision + 1);
+    check_scores(&dimensions, recorded.dimensions)?;
+    let revision = latest.get(id).map_or(0, |l| l.revision + 1);
     if action == LabelAction::Revise && revision == 0 {
         return Err(format!(
-            "`revise` needs an earlier label of case {:?} by {annotator}",
-            item.case.id
+            "`revise` needs an earlier label of case {id:?} by {annotator}"
         ));
     }
     let label = Label {
@@ -317,7 +360,41 @@ fn label_of(
     Ok(Some((label, clarification)))
 }
 
-fn unknown_dimension(name: &str, judge: &Dimensions) -> String {
-    let known: Vec<&str> = judge.keys().map(String::as_str).collect();
-    format!("unknown dimension {name:?}; the judge's dimensions are {known:?}")
+/// A label scores exactly the judge's dimensions, each in [0, 1]: no
+/// dimension left out, none made up, and never none at all.
+fn check_scores(
+    dimensions: &Dimensions,
+    names: &BTreeSet<String>,
+) -> std::result::Result<(), String> {
+    if dimensions.is_empty() {
+        return Err(format!(
+            "a label with no scores; it needs one for each of the judge's dimensions {names:?}"
+        ));
+    }
+    if let Some(name) = dimensions.keys().find(|d| !names.contains(*d)) {
+        return Err(unknown_dimension(name, names));
+    }
+    if let Some(missing) = names.iter().find(|d| !dimensions.contains_key(*d)) {
+        return Err(format!("the label has no score for dimension {missing:?}"));
+    }
+    if let Some((name, v)) = dimensions.iter().find(|(_, v)| !(0.0..=1.0).contains(*v)) {
+        return Err(format!("dimension {name:?} scored {v}, outside [0, 1]"));
+    }
+    Ok(())
+}
+
+/// Refuses an empty `what`, or one longer than `max` characters.
+fn bounded(what: &str, text: &str, max: usize) -> std::result::Result<(), String> {
+    let chars = text.chars().count();
+    if text.trim().is_empty() {
+        return Err(format!("an empty {what}"));
+    }
+    if chars > max {
+        return Err(format!("a {what} of {chars} characters; at most {max}"));
+    }
+    Ok(())
+}
+
+fn unknown_dimension(name: &str, names: &BTreeSet<String>) -> String {
+    format!("unknown dimension {name:?}; the judge's dimensions are {names:?}")
 }
