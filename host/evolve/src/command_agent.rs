@@ -3,8 +3,11 @@
 //! judge's diagnostics and the labels, the clarifications people wrote and
 //! the rules already tried this round, and answers by writing
 //! `revised-rules.json` (and, optionally, `rationale.txt`). It runs confined
-//! as the hot-swap agents do: a cleared environment, its own process group,
-//! a deadline. Writing nothing means it has nothing more to propose.
+//! as the hot-swap agents do (see `verifine_hotswap::confined`): it reads
+//! the system and its request directory and writes only the latter, gets a
+//! cleared environment, and is stopped with all it started at a deadline.
+//! Its files are read only if they are regular files within a size cap.
+//! Writing nothing means it has nothing more to propose.
 
 use crate::agent::{Proposal, RevisionAgent, RevisionRequest};
 use crate::error::{EvolveError, Result};
@@ -13,6 +16,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use verifine_base::{FileError, write_atomically, write_jsonl};
+use verifine_hotswap::confined;
+use verifine_hotswap::inbox::read_regular_file;
 
 /// Which agent proposes revisions (`[agent]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,6 +28,10 @@ pub struct AgentConfig {
     pub command: Vec<String>,
     /// The agent is stopped after this long, per proposal.
     pub timeout_seconds: u64,
+    /// Files and directories it may read besides the system's and its own
+    /// request directory (its program is readable already): a virtual
+    /// environment, a model. Nothing else of the user's or of the run is.
+    pub readable: Vec<PathBuf>,
 }
 
 impl Default for AgentConfig {
@@ -30,6 +39,7 @@ impl Default for AgentConfig {
         AgentConfig {
             command: Vec::new(),
             timeout_seconds: 600,
+            readable: Vec::new(),
         }
     }
 }
@@ -50,6 +60,11 @@ labels and accepts them only if agreement on the newest batch rises and no
 earlier case gets worse by more than the margin. Write nothing when you have
 nothing more to propose.
 ";
+
+/// The largest `revised-rules.json` read.
+const MAX_RULES_BYTES: u64 = 1 << 20;
+/// The largest `rationale.txt` read (it goes into the calibration log).
+const MAX_RATIONALE_BYTES: u64 = 16 << 10;
 
 /// The agent behind `[agent] command`.
 #[derive(Debug, Clone)]
@@ -102,35 +117,51 @@ impl RevisionAgent for CommandAgent {
             .command
             .split_first()
             .ok_or_else(|| EvolveError::Invalid("[agent] command is empty".into()))?;
+        let dir = std::fs::canonicalize(&dir).map_err(|e| FileError::io("reading", &dir, e))?;
         let mut command = Command::new(program);
         command.args(args).arg(&dir).current_dir(&dir);
         let deadline = Instant::now() + Duration::from_secs(self.config.timeout_seconds);
-        let finished = verifine_hotswap::confined::run(command, deadline).map_err(|e| {
-            EvolveError::Plugin {
-                plugin: self.name(),
-                message: format!("revision agent {e}"),
-            }
-        })?;
+        // It may write only its request directory: not the run's records
+        // (labels, the calibration log), not the gold answers.
+        let sandbox = confined::Sandbox::new(&dir)
+            .running_command(&self.config.command)
+            .reading(self.config.readable.iter().cloned());
+        let failed = |message: String| EvolveError::Plugin {
+            plugin: self.name(),
+            message,
+        };
+        let finished = confined::run(command, &sandbox, deadline)
+            .and_then(|finished| {
+                confined::check_tree(&dir).map_err(confined::ConfinedError::Output)?;
+                Ok(finished)
+            })
+            .map_err(|e| failed(format!("revision agent {e}")))?;
         if !finished.status.success() {
-            return Err(EvolveError::Plugin {
-                plugin: self.name(),
-                message: format!(
-                    "revision agent failed ({}): {}",
-                    finished.status, finished.output
-                ),
-            });
+            return Err(failed(format!(
+                "revision agent failed ({}): {}",
+                finished.status, finished.output
+            )));
         }
         let revised = dir.join("revised-rules.json");
         if !revised.exists() {
             return Ok(None);
         }
-        let text =
-            std::fs::read_to_string(&revised).map_err(|e| FileError::io("reading", &revised, e))?;
+        let read = |path: &std::path::Path, max: u64| {
+            read_regular_file(path, max)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .map_err(|e| failed(format!("revision agent output: {e}")))
+        };
+        let text = read(&revised, MAX_RULES_BYTES)?;
         let rules: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| EvolveError::Invalid(format!("{}: {e}", revised.display())))?;
-        let rationale = std::fs::read_to_string(dir.join("rationale.txt"))
-            .map(|t| t.trim().to_string())
-            .unwrap_or_else(|_| format!("proposed by {}", self.name()));
+        let rationale_path = dir.join("rationale.txt");
+        let rationale = if rationale_path.exists() {
+            read(&rationale_path, MAX_RATIONALE_BYTES)?
+                .trim()
+                .to_string()
+        } else {
+            format!("proposed by {}", self.name())
+        };
         Ok(Some(Proposal { rules, rationale }))
     }
 }

@@ -264,6 +264,69 @@ fn a_resumed_calibration_replays_its_log_and_asks_only_for_what_is_left() {
     assert_eq!(resumed.live, whole.live);
 }
 
+/// As [`creeping`], but the second proposal moves case 3 away from its
+/// label: the accept rule rejects it.
+fn second_is_worse(k: u64) -> Vec<f64> {
+    if k == 2 {
+        creeping(0).into_iter().map(|t| 1.0 - t).collect()
+    } else {
+        creeping(k)
+    }
+}
+
+#[test]
+fn a_forged_or_moved_log_entry_is_not_replayed() {
+    let config = CalibrationConfig {
+        review_window: 0,
+        max_versions: 4,
+        ..CalibrationConfig::default()
+    };
+    let (_, log, _) = run(&config, second_is_worse, &[]);
+    assert_eq!(log[1].revision, None, "{:?}", log[1].decision);
+    let replay = |done: &[CalibrationEntry]| {
+        calibrate(
+            &config,
+            1,
+            &set(),
+            JudgeRevision {
+                number: 0,
+                rules: json!({"k": 0}),
+                origin: "initial".into(),
+            },
+            done,
+            &mut Counting(done.len()),
+            &[],
+            &mut |r: &JudgeRevision| Ok(scored(second_is_worse(r.rules["k"].as_u64().unwrap()))),
+            &mut |_: &CalibrationEntry| Ok(()),
+        )
+    };
+    // What an agent that could write the log would plant before `--resume`:
+    // its rejected proposal, recorded as accepted.
+    let mut forged = log[..2].to_vec();
+    forged[1].decision.accepted = true;
+    forged[1].revision = Some(2);
+    let err = replay(&forged).unwrap_err().to_string();
+    assert!(
+        err.contains("entry 2") && err.contains("rejects it"),
+        "{err}"
+    );
+    // An entry moved out of its place is refused too.
+    let mut moved = log[..2].to_vec();
+    moved.swap(0, 1);
+    assert!(
+        replay(&moved)
+            .unwrap_err()
+            .to_string()
+            .contains("round 1 iteration 2")
+    );
+    // The genuine log replays.
+    let outcome = replay(&log[..2]).unwrap();
+    assert_eq!(
+        outcome.live.rules,
+        run(&config, second_is_worse, &[]).0.live.rules
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
@@ -285,6 +348,7 @@ fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
     let config = AgentConfig {
         command: vec![script.display().to_string()],
         timeout_seconds: 30,
+        ..AgentConfig::default()
     };
     let mut agent = CommandAgent::new(config, dir.join("work"));
     let mut log = Vec::new();

@@ -313,3 +313,77 @@ fn in_sft_membership_mode_rounds_train_only_on_what_the_judge_keeps() {
     assert!(read(&dir.join("report.md")).contains("## SFT membership"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A tiny run whose judge loop asks the agent script `body` (`$1` is its
+/// request directory); the run's directory and its result.
+#[cfg(unix)]
+fn with_agent(
+    name: &str,
+    body: &str,
+) -> (PathBuf, verifine_evolve::Result<verifine_evolve::Summary>) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut config = tiny(100);
+    config.calibration.review_window = 0;
+    let dir = scratch(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("agent.sh");
+    std::fs::write(&script, format!("#!/bin/sh\nd=\"$1\"\n{body}\n")).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    config.agent.command = vec![script.display().to_string()];
+    config.agent.timeout_seconds = 30;
+    let run = dir.join("run");
+    let result = start(config, &run, Box::new(|_| {}));
+    (dir, result)
+}
+
+#[cfg(unix)]
+#[test]
+fn the_agent_cannot_read_or_forge_the_runs_records() {
+    let (dir, result) = with_agent(
+        "hostile-agent",
+        "got=''\n\
+         for f in ../../labels.jsonl ../../test.jsonl ../../calibration.jsonl ../../../config.toml ../../../state.json; do\n\
+           cat \"$d/$f\" >/dev/null 2>&1 && got=\"$got read:$f\"\n\
+         done\n\
+         for f in ../../calibration.jsonl ../../../forged; do\n\
+           (echo '{\"round\": 1, \"forged\": true}' >> \"$d/$f\") 2>/dev/null && got=\"$got wrote:$f\"\n\
+         done\n\
+         ls \"$d/..\" >/dev/null 2>&1 && got=\"$got listed\"\n\
+         cat /proc/$PPID/environ >/dev/null 2>&1 && got=\"$got environ\"\n\
+         [ -s \"$d/tried.jsonl\" ] && exit 0\n\
+         printf '{\"grounded\": {\"has-steps\": 1.0, \"numbers-appear\": 0.5}}' > \"$d/revised-rules.json\"\n\
+         echo \"escaped:${got:- none}\" > \"$d/rationale.txt\"",
+    );
+    let summary = result.expect("the run goes on");
+    assert!(summary.loops.iter().any(|l| l.ran), "{:?}", summary.loops);
+    let log = read(&dir.join("run/judge/calibration.jsonl"));
+    assert!(!log.contains("forged"), "{log}");
+    assert!(log.contains("escaped: none"), "{log}");
+    assert!(!dir.join("run/forged").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_or_a_link_for_an_answer_fails_the_proposal_without_hanging() {
+    for (name, body) in [
+        ("fifo-answer", "mkfifo \"$d/revised-rules.json\""),
+        (
+            "link-answer",
+            "ln -s /etc/passwd \"$d/rationale.txt\"\necho '{}' > \"$d/revised-rules.json\"",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let (dir, result) = with_agent(name, body);
+        let err = result
+            .err()
+            .unwrap_or_else(|| panic!("{name}: taken"))
+            .to_string();
+        assert!(err.contains("not a regular file"), "{name}: {err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{name}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -31,6 +31,10 @@ pub struct AgentConfig {
     /// Where revised crates are compiled (default: see
     /// [`plugin_crate::target_dir`]).
     pub build_target_dir: Option<PathBuf>,
+    /// Files and directories the agent may read besides the system's and
+    /// its own directory (its program is readable already): a virtual
+    /// environment, a model. Nothing else of the user's is.
+    pub readable: Vec<PathBuf>,
     /// What is taken from the agent: `crate` (a `revised/` crate, built by
     /// verifine, or `revised.wasm`) or `component` (only `revised.wasm`: no
     /// agent-written `build.rs` or proc-macro ever runs here).
@@ -56,6 +60,7 @@ impl Default for AgentConfig {
             min_disputed: 1,
             timeout_seconds: 600,
             build_target_dir: None,
+            readable: Vec::new(),
             accept: Accept::Crate,
         }
     }
@@ -103,8 +108,7 @@ pub fn ask(
         ));
     };
     let write = |name: &str, bytes: &[u8]| {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|e| HotswapError::io("writing", &path, e))
+        verifine_base::write_atomically(&dir.join(name), |w| w.write_all(bytes))
     };
     std::fs::create_dir_all(dir).map_err(|e| HotswapError::io("creating", dir, e))?;
     // One deadline for resolving the live crate's lock, the agent and the
@@ -129,13 +133,21 @@ pub fn ask(
     let log_path = dir.join("agent.log");
     let absolute = std::fs::canonicalize(dir).map_err(|e| HotswapError::io("reading", dir, e))?;
     let mut command = Command::new(program);
-    command.args(args).arg(absolute).current_dir(dir);
-    let finished = confined::run(command, deadline);
+    command.args(args).arg(&absolute).current_dir(dir);
+    let sandbox = confined::Sandbox::new(&absolute)
+        .running_command(&config.command)
+        .reading(config.readable.iter().cloned());
+    let finished = confined::run(command, &sandbox, deadline).and_then(|finished| {
+        confined::check_tree(&absolute).map_err(confined::ConfinedError::Output)?;
+        Ok(finished)
+    });
     let log = match &finished {
         Ok(f) => f.output.clone(),
         Err(_) => String::new(),
     };
-    std::fs::write(&log_path, log).map_err(|e| HotswapError::io("writing", &log_path, e))?;
+    // Written by rename: a link the agent planted there is replaced, not
+    // followed.
+    verifine_base::write_atomically(&log_path, |w| w.write_all(log.as_bytes()))?;
     let finished = finished.map_err(|e| {
         HotswapError::Agent(format!(
             "the revision command {program} {e} (after at most {} s; log: {})",
@@ -184,7 +196,8 @@ pub fn ask(
             .build_target_dir
             .clone()
             .unwrap_or_else(plugin_crate::target_dir);
-        let (bytes, _) = plugin_crate::build_confined(&revised, &target, deadline)?;
+        let sources = plugin_crate::local_source_trees(&source)?;
+        let (bytes, _) = plugin_crate::build_confined(&revised, &target, &sources, deadline)?;
         let cases = revised.join("cases.jsonl");
         return Ok(Some(Answer {
             bytes,

@@ -1,6 +1,7 @@
 //! Plugin crates as source: copying one somewhere it still builds, and
 //! building it to a component.
 
+use crate::confined::Sandbox;
 use crate::error::{HotswapError, Result};
 use std::path::{Path, PathBuf};
 
@@ -69,18 +70,20 @@ pub fn build(dir: &Path, target_dir: &Path) -> Result<(Vec<u8>, PathBuf)> {
 
 /// Builds the plugin crate in `dir` like [`build`], but as code someone else
 /// wrote: cargo (and so the crate's `build.rs` and proc-macros) runs
-/// confined (allow-listed environment, its own process group, bounded
-/// output), offline and locked to `dir/Cargo.lock` (see [`pin_lock`]), and
-/// is killed with everything it started at `deadline`.
+/// confined (see [`crate::confined`]: it reads `dir`, the toolchain and
+/// `sources` — the live crate's [`local_source_trees`] — and writes only
+/// `target_dir`), offline and locked to `dir/Cargo.lock` (see [`pin_lock`]),
+/// and is killed with everything it started at `deadline`.
 pub fn build_confined(
     dir: &Path,
     target_dir: &Path,
+    sources: &[PathBuf],
     deadline: std::time::Instant,
 ) -> Result<(Vec<u8>, PathBuf)> {
     let name = package_name(dir)?;
     verifine_wasm_build::try_ensure_target_installed().map_err(|e| crate_error(dir, e))?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = std::process::Command::new(cargo);
+    let mut command = std::process::Command::new(&cargo);
     command
         .args(["build", "--release", "--offline", "--locked", "--target"])
         .arg(verifine_wasm_build::TARGET)
@@ -88,7 +91,14 @@ pub fn build_confined(
         .arg(target_dir)
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"));
-    let finished = crate::confined::run(command, deadline)
+    std::fs::create_dir_all(target_dir).map_err(|e| HotswapError::io("creating", target_dir, e))?;
+    let sandbox = Sandbox::new(target_dir)
+        .reading([dir.to_path_buf()])
+        .reading(sources.iter().cloned())
+        .running(&cargo.to_string_lossy())
+        .with_rust_toolchain(dir);
+    command.current_dir(dir);
+    let finished = crate::confined::run(command, &sandbox, deadline)
         .map_err(|e| crate_error(dir, format!("cargo build {e}")))?;
     if !finished.status.success() {
         return Err(crate_error(
@@ -112,12 +122,17 @@ pub fn build_confined(
 /// no crate code), confined and within `deadline`.
 pub fn resolve_lock(dir: &Path, deadline: std::time::Instant) -> Result<String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = std::process::Command::new(cargo);
+    let mut command = std::process::Command::new(&cargo);
     command
         .args(["metadata", "--offline", "--format-version", "1"])
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"));
-    let finished = crate::confined::run(command, deadline)
+    let sandbox = Sandbox::new(dir)
+        .reading(local_source_trees(dir)?)
+        .running(&cargo.to_string_lossy())
+        .with_rust_toolchain(dir);
+    command.current_dir(dir);
+    let finished = crate::confined::run(command, &sandbox, deadline)
         .map_err(|e| crate_error(dir, format!("cargo metadata {e}")))?;
     if !finished.status.success() {
         let tail = finished.output.lines().rev().take(20).collect::<Vec<_>>();
@@ -155,8 +170,44 @@ pub fn pin_lock(dir: &Path, live: &Path, lock: &str) -> Result<()> {
         ));
     }
     let path = dir.join("Cargo.lock");
-    std::fs::write(&path, lock.replacen(&old, &entry(&version), 1))
-        .map_err(|e| HotswapError::io("writing", &path, e))
+    let pinned = lock.replacen(&old, &entry(&version), 1);
+    Ok(verifine_base::write_atomically(&path, |w| {
+        w.write_all(pinned.as_bytes())
+    })?)
+}
+
+/// The source trees a confined cargo must read to build the crate in `dir`:
+/// for each `path` dependency of its manifest, the workspace it belongs to
+/// (whose manifest it inherits from), or the dependency itself. Read from the
+/// live crate's copy, never from a revision: a revision cannot widen them.
+pub fn local_source_trees(dir: &Path) -> Result<Vec<PathBuf>> {
+    let (_, table) = read_manifest(dir)?;
+    let targets = table.get("target").and_then(|t| t.as_table());
+    let platform_tables = targets.into_iter().flat_map(|t| t.values());
+    let mut trees = Vec::new();
+    for owner in std::iter::once(&toml::Value::Table(table.clone())).chain(platform_tables) {
+        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            let Some(deps) = owner.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            let paths = deps.values().filter_map(|d| d.get("path")?.as_str());
+            for path in paths {
+                let Ok(path) = std::fs::canonicalize(dir.join(path)) else {
+                    continue;
+                };
+                let workspace = path.ancestors().find(|above| {
+                    std::fs::read_to_string(above.join("Cargo.toml"))
+                        .ok()
+                        .and_then(|text| text.parse::<toml::Table>().ok())
+                        .is_some_and(|t| t.contains_key("workspace"))
+                });
+                trees.push(workspace.unwrap_or(&path).to_path_buf());
+            }
+        }
+    }
+    trees.sort();
+    trees.dedup();
+    Ok(trees)
 }
 
 /// Copies the crate in `source` to `dest` so it builds there on its own:

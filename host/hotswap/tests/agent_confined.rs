@@ -151,3 +151,143 @@ fn a_revised_crate_is_built_against_the_live_crates_lock_and_may_not_add_depende
     assert!(!lock.contains("name = \"candle-core\""));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs an agent whose script tries `attempts`, each a shell command that
+/// must fail inside the sandbox; it writes which succeeded to `escaped.txt`.
+fn escapes(name: &str, attempts: &[&str]) -> Vec<String> {
+    let dir = scratch(name);
+    std::fs::write(dir.join("gold.jsonl"), "{\"answer\": 42}\n").unwrap();
+    let mut body = String::from(": > \"$dir/escaped.txt\"\n");
+    for attempt in attempts {
+        body.push_str(&format!(
+            "if ( {attempt} ) >/dev/null 2>&1; then echo '{}' >> \"$dir/escaped.txt\"; fi\n",
+            attempt.replace('\'', "")
+        ));
+    }
+    // What it may make in its own directory, a link among them, is cleared
+    // up (links are not read back).
+    body.push_str("find \"$dir\" -type l -delete\n");
+    let agent = script(&dir, &body);
+    let work = dir.join("revision");
+    assert!(
+        ask(&config(&agent, 20), &work, 1, &live(), &[])
+            .unwrap()
+            .is_none()
+    );
+    let escaped = std::fs::read_to_string(work.join("escaped.txt")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    escaped.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn an_agent_reads_and_writes_nothing_of_the_user_but_its_own_directory() {
+    let me = std::process::id();
+    let escaped = escapes(
+        "files",
+        &[
+            // The run's records beside it, by relative and absolute path.
+            "cat ../gold.jsonl",
+            "cat \"$dir/../gold.jsonl\"",
+            "ls ..",
+            // Writing outside its directory, or planting a link out.
+            "touch ../planted",
+            "echo x > /tmp/verifine-agent-escape",
+            "ln -s ../gold.jsonl \"$dir/link\" && cat \"$dir/link\"",
+            // verifine's environment and memory, through /proc.
+            &format!("cat /proc/{me}/environ"),
+            "cat /proc/$PPID/environ",
+            &format!("head -c1 /proc/{me}/mem"),
+            // Signalling verifine.
+            &format!("kill -0 {me}"),
+        ],
+    );
+    assert!(escaped.is_empty(), "the agent got out: {escaped:?}");
+    assert!(!Path::new("/tmp/verifine-agent-escape").exists());
+}
+
+#[test]
+fn an_agent_still_runs_system_programs_and_uses_its_own_directory() {
+    let dir = scratch("works");
+    let agent = script(
+        &dir,
+        "cd \"$dir\"\nmkdir -p scratch\necho hello > scratch/note\n\
+         tmp=$(mktemp)\necho ok > \"$tmp\"\ncat \"$tmp\" scratch/note > result.txt\n\
+         test \"$HOME\" = \"$dir\"",
+    );
+    let work = dir.join("revision");
+    assert!(
+        ask(&config(&agent, 20), &work, 1, &live(), &[])
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("result.txt")).unwrap(),
+        "ok\nhello\n"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn descendants_in_new_sessions_are_killed_and_cannot_hold_verifine() {
+    let dir = scratch("setsid");
+    // A detached grandchild in a session of its own that keeps the output
+    // pipe open and would write later; the agent itself exits at once.
+    let agent = script(
+        &dir,
+        "setsid sh -c 'sleep 3; touch \"$1/late\"' sh \"$dir\" &\n\
+         setsid sh -c 'sleep 3; touch \"$1/late2\"' sh \"$dir\" </dev/null >/dev/null 2>&1 &\n\
+         exit 0",
+    );
+    let work = dir.join("revision");
+    let started = std::time::Instant::now();
+    assert!(
+        ask(&config(&agent, 20), &work, 1, &live(), &[])
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "verifine waited {:?} for a detached grandchild",
+        started.elapsed()
+    );
+    // The same past the deadline: the error is true, every process stopped.
+    let stuck = script(&dir, "setsid sleep 100 &\nsleep 100");
+    let started = std::time::Instant::now();
+    let err = ask(&config(&stuck, 1), &dir.join("stuck"), 2, &live(), &[])
+        .err()
+        .expect("the agent ran out of time");
+    assert!(err.to_string().contains("time limit"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!work.join("late").exists() && !work.join("late2").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn fifos_and_links_among_the_outputs_are_refused_without_blocking() {
+    let dir = scratch("fifo");
+    for (name, body) in [
+        ("fifo", "mkfifo \"$dir/revised.wasm\""),
+        ("link", "ln -s /etc/passwd \"$dir/revised.wasm\""),
+        (
+            "crate-fifo",
+            "mkdir -p \"$dir/revised\"\nmkfifo \"$dir/revised/Cargo.toml\"",
+        ),
+    ] {
+        let agent = script(&dir, body);
+        let started = std::time::Instant::now();
+        let err = ask(&config(&agent, 20), &dir.join(name), 1, &live(), &[])
+            .err()
+            .unwrap_or_else(|| panic!("{name}: its output was taken"));
+        assert!(
+            err.to_string().contains("not a regular file"),
+            "{name}: {err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5), "{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -8,13 +8,16 @@
 //! agreement stops rising, the loop asks for human review instead of
 //! churning. Every proposal, its scores and the decision go to the log.
 
-use crate::agent::{Disputed, RevisionAgent, RevisionRequest};
+use crate::agent::{Disputed, Proposal, RevisionAgent, RevisionRequest};
 use crate::cases::Case;
 use crate::error::Result;
 use crate::judge::{JudgeRevision, JudgeScore};
 use crate::labels::{Clarification, Label};
 use serde::{Deserialize, Serialize};
 use verifine_runtime::stats::{mae, pearson};
+
+mod replay;
+use replay::check_replayed;
 
 /// The accept rule and the loop's limits (`[calibration]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -284,54 +287,64 @@ pub fn calibrate(
     let mut tried: Vec<serde_json::Value> = Vec::new();
     let mut accepted = 0;
     for iteration in 1..=config.max_versions {
-        // A replayed entry is scored again only if it was accepted; a new one
-        // hands over the scores it was decided on.
-        let (entry, scored) = if let Some(entry) = done.get(iteration - 1) {
-            (entry.clone(), None)
-        } else {
-            let disputed = disputed(config, set, &live_scores);
-            let request = RevisionRequest {
-                live: &live,
-                disputed: &disputed,
-                clarifications,
-                tried: &tried,
-            };
-            let Some(proposal) = agent.propose(&request)? else {
-                return Ok(CalibrationOutcome {
-                    live,
-                    accepted,
-                    stop: CalibrationStop::AgentDone,
-                });
-            };
-            let candidate = JudgeRevision {
-                number: live.number + 1,
-                rules: proposal.rules.clone(),
-                origin: proposal.rationale.clone(),
-            };
-            let candidate_scores = score(&candidate)?;
-            let decision = decide(
-                config,
-                set,
-                &totals(&live_scores),
-                &totals(&candidate_scores),
-            );
-            let after = if decision.accepted {
-                &candidate_scores
-            } else {
-                &live_scores
-            };
-            let entry = CalibrationEntry {
-                round,
-                iteration,
-                agent: agent.name(),
-                rules: proposal.rules,
-                rationale: proposal.rationale,
-                revision: decision.accepted.then_some(candidate.number),
-                accumulated: alignment(&totals(after), &human, &all),
-                decision,
-            };
-            log(&entry)?;
-            (entry, Some(candidate_scores))
+        // A replayed entry is decided again, as a new one is: the log is a
+        // record, not an authority (something other than this loop may
+        // have written it).
+        let replayed = done.get(iteration - 1);
+        let proposal = match replayed {
+            Some(entry) => Proposal {
+                rules: entry.rules.clone(),
+                rationale: entry.rationale.clone(),
+            },
+            None => {
+                let disputed = disputed(config, set, &live_scores);
+                let request = RevisionRequest {
+                    live: &live,
+                    disputed: &disputed,
+                    clarifications,
+                    tried: &tried,
+                };
+                let Some(proposal) = agent.propose(&request)? else {
+                    return Ok(CalibrationOutcome {
+                        live,
+                        accepted,
+                        stop: CalibrationStop::AgentDone,
+                    });
+                };
+                proposal
+            }
+        };
+        let candidate = JudgeRevision {
+            number: live.number + 1,
+            rules: proposal.rules.clone(),
+            origin: proposal.rationale.clone(),
+        };
+        let scored = score(&candidate)?;
+        let decision = decide(config, set, &totals(&live_scores), &totals(&scored));
+        let entry = match replayed {
+            Some(entry) => {
+                check_replayed(entry, round, iteration, &decision, candidate.number)?;
+                entry.clone()
+            }
+            None => {
+                let after = if decision.accepted {
+                    &scored
+                } else {
+                    &live_scores
+                };
+                let entry = CalibrationEntry {
+                    round,
+                    iteration,
+                    agent: agent.name(),
+                    rules: proposal.rules,
+                    rationale: proposal.rationale,
+                    revision: decision.accepted.then_some(candidate.number),
+                    accumulated: alignment(&totals(after), &human, &all),
+                    decision,
+                };
+                log(&entry)?;
+                entry
+            }
         };
         tried.push(entry.rules.clone());
         if let Some(number) = entry.revision {
@@ -340,10 +353,7 @@ pub fn calibrate(
                 rules: entry.rules.clone(),
                 origin: entry.rationale.clone(),
             };
-            live_scores = match scored {
-                Some(scores) => scores,
-                None => score(&live)?,
-            };
+            live_scores = scored;
             accepted += 1;
         }
         series.push(entry.accumulated.pearson);
