@@ -304,9 +304,26 @@ fn samples(
         .collect()
 }
 
+/// A label, as the JSON text a client would send, as the reference text a
+/// rubric reads: parsed by the reward server's JSON reader and converted by
+/// its own `label_text`, so the local-function adapters and `/get_reward`
+/// hand a rubric the same text by construction. `null` and `""`: "" (no
+/// reference).
+#[pyfunction]
+fn label_text(json: &str) -> PyResult<String> {
+    let label: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+        let shown: String = json.chars().take(80).collect();
+        PyValueError::new_err(format!(
+            "verifine: the reward server refuses the label {shown}: {e}"
+        ))
+    })?;
+    Ok(verifine_serve::protocol::label_text(&label).unwrap_or_default())
+}
+
 /// The extension module.
 #[pymodule]
 fn _verifine(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(label_text, module)?)?;
     module.add_class::<Scorer>()?;
     module.add_class::<Judgment>()?;
     module.add_class::<Verdict>()?;
