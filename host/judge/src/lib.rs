@@ -159,19 +159,6 @@ impl Judges {
         self.judges.keys().cloned().collect()
     }
 
-    /// [`JudgeModels::ask`] for a caller with a deadline of its own (a
-    /// request being served, a plugin call's budget of host time): HTTP
-    /// queries still unanswered at `deadline` fail then, however many
-    /// retries their judge allows, instead of outliving the caller.
-    pub fn ask_before(
-        &self,
-        plugin: &str,
-        requests: &[ModelRequest],
-        deadline: Instant,
-    ) -> Vec<std::result::Result<ModelAnswer, String>> {
-        self.ask_by(plugin, requests, Some(deadline))
-    }
-
     fn ask_by(
         &self,
         plugin: &str,
@@ -210,14 +197,24 @@ impl Judges {
 }
 
 impl JudgeModels for Judges {
-    /// Queries end within their judge's `query_deadline_seconds`; a caller
-    /// with an earlier deadline uses [`Judges::ask_before`].
+    /// Queries end within their judge's `query_deadline_seconds`, or the
+    /// caller's deadline when it is earlier (a plugin scoring for a server
+    /// request: see `verifine_runtime::scoring_bounds`).
     fn ask(
         &self,
         plugin: &str,
         requests: &[ModelRequest],
     ) -> Vec<std::result::Result<ModelAnswer, String>> {
         self.ask_by(plugin, requests, None)
+    }
+
+    fn ask_before(
+        &self,
+        plugin: &str,
+        requests: &[ModelRequest],
+        deadline: Instant,
+    ) -> Vec<std::result::Result<ModelAnswer, String>> {
+        self.ask_by(plugin, requests, Some(deadline))
     }
 }
 

@@ -328,6 +328,82 @@ fn a_healthbench_row_without_verdicts_is_scored_through_the_judge_in_the_sandbox
     assert_eq!(ledger.usage.input, 90);
 }
 
+/// The healthbench plugin (one rubric item per judge query) scoring one row
+/// through `judges` in the sandbox.
+fn healthbench_row(judges: Arc<Judges>) -> verifine_runtime::scoring::ScoredSample {
+    let runtime = verifine_runtime::Runtime::with_cache(Default::default(), None)
+        .unwrap()
+        .with_judges(judges);
+    let plugins = verifine_runtime::scoring::RewardPlugins::load(
+        &runtime,
+        "healthbench",
+        &serde_json::json!({"batch": 1}),
+        None,
+        &serde_json::json!({}),
+    )
+    .unwrap();
+    let rubrics = serde_json::json!([
+        {"criterion": "Advises seeing a doctor", "points": 5, "tags": []},
+        {"criterion": "Mentions hydration", "points": 3, "tags": []},
+    ]);
+    let mut sample = verifine_runtime::Sample::new("row-1", "user: I feel dizzy", "Drink water.");
+    sample.context = serde_json::json!({"rubrics": rubrics}).to_string();
+    // Two workers: the bounds reach threads the scoring starts too.
+    let mut scored =
+        verifine_runtime::scoring::score_all(&plugins, &[sample.clone(), sample], 1, 2, &|_| {})
+            .unwrap();
+    scored.remove(0)
+}
+
+#[test]
+fn a_plugins_judge_queries_stop_with_the_request_they_serve() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use verifine_runtime::scoring_bounds::{ScoringBounds, within};
+    let server = serve(|_, body| {
+        let slow = body["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|q| q.contains("Drink water") && q.contains("hydration"));
+        let answer = completion(r#"{"explanation": "checked", "criteria_met": true}"#);
+        if slow {
+            verifine_judge::scripted_server::Reply::After(
+                std::time::Duration::from_secs(3),
+                Box::new(answer),
+            )
+        } else {
+            answer
+        }
+    });
+    let judges_ = Arc::new(judges(&server.url, "", None));
+    // A request whose client is gone: nothing is sent for it.
+    let gone = Arc::new(AtomicBool::new(true));
+    let abandoned = ScoringBounds {
+        deadline: None,
+        abandoned: Some(gone.clone()),
+    };
+    let scored = within(abandoned, || healthbench_row(judges_.clone()));
+    assert!(scored.total.is_none(), "{scored:?}");
+    assert_eq!(server.received.lock().unwrap().len(), 0);
+    assert!(gone.load(Ordering::Relaxed));
+    // A request with half a second left: the slow query ends with it,
+    // not after the server's three seconds (or the judge's own 120 s).
+    let started = std::time::Instant::now();
+    let bounded = ScoringBounds {
+        deadline: Some(started + std::time::Duration::from_millis(500)),
+        abandoned: None,
+    };
+    let scored = within(bounded, || healthbench_row(judges_.clone()));
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2500),
+        "{:?}",
+        started.elapsed()
+    );
+    let unjudged = format!("{scored:?}");
+    assert!(unjudged.contains("deadline"), "{unjudged}");
+    // Outside any request, the same row is judged in full.
+    let scored = healthbench_row(judges_);
+    assert_eq!(scored.total, Some(1.0), "{:?}", scored.error);
+}
+
 #[test]
 fn the_shipped_example_config_parses() {
     let path =

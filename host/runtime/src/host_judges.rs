@@ -52,10 +52,23 @@ impl From<ModelAnswer> for JudgeAnswer {
 
 impl HostState {
     /// Asks the judges; the wait is the host's time, kept off the
-    /// plugin's call deadline.
+    /// plugin's call deadline. Within the thread's [`crate::scoring_bounds`]:
+    /// nothing is sent for a caller that is gone or out of time, and the
+    /// queries end by its deadline.
     fn ask(&mut self, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, String>> {
+        let bounds = crate::scoring_bounds::current();
+        if bounds.is_over() {
+            let why =
+                "not asked: the request it was for has ended (abandoned or past its deadline)";
+            return requests.iter().map(|_| Err(why.to_string())).collect();
+        }
         let started = std::time::Instant::now();
-        let answers = self.judges.ask(&self.plugin_name, requests);
+        let answers = match bounds.deadline {
+            Some(deadline) => self
+                .judges
+                .ask_before(&self.plugin_name, requests, deadline),
+            None => self.judges.ask(&self.plugin_name, requests),
+        };
         self.host_wait += started.elapsed();
         answers
     }

@@ -109,6 +109,19 @@ pub struct ModelAnswer {
 pub trait JudgeModels: Send + Sync {
     /// Answers `requests` for `plugin` (named for logs and cost records).
     fn ask(&self, plugin: &str, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, String>>;
+
+    /// As [`JudgeModels::ask`], but what is not answered by `deadline` (the
+    /// caller's: a server request's) fails then, retries and waits included.
+    /// Backends without a deadline of their own answer as `ask` does.
+    fn ask_before(
+        &self,
+        plugin: &str,
+        requests: &[ModelRequest],
+        deadline: std::time::Instant,
+    ) -> Vec<Result<ModelAnswer, String>> {
+        let _ = deadline;
+        self.ask(plugin, requests)
+    }
 }
 
 /// What a runtime without judge models answers.

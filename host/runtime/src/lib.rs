@@ -43,6 +43,7 @@ pub mod plugin;
 pub mod rows;
 pub mod scorer_pool;
 pub mod scoring;
+pub mod scoring_bounds;
 pub mod stats;
 pub mod text;
 mod versions;

@@ -75,21 +75,27 @@ impl ScorerPool {
             return Ok(scored);
         }
         let next = AtomicUsize::new(0);
+        // The workers score for the same caller: its deadline, and whether
+        // it is still there, hold for their judge queries too.
+        let bounds = crate::scoring_bounds::current();
         type Done = Result<Vec<(usize, Vec<ScoredSample>)>>;
         let finished: Vec<Done> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
+                    let bounds = bounds.clone();
                     scope.spawn(|| -> Done {
-                        let mut scorer = self.take()?;
-                        let mut done = Vec::new();
-                        loop {
-                            let b = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(batch) = batches.get(b) else { break };
-                            done.push((b, scorer.score_batch(0, 0, batch)));
-                            on_batch(batch.len());
-                        }
-                        self.put(scorer);
-                        Ok(done)
+                        crate::scoring_bounds::within(bounds, || {
+                            let mut scorer = self.take()?;
+                            let mut done = Vec::new();
+                            loop {
+                                let b = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(batch) = batches.get(b) else { break };
+                                done.push((b, scorer.score_batch(0, 0, batch)));
+                                on_batch(batch.len());
+                            }
+                            self.put(scorer);
+                            Ok(done)
+                        })
                     })
                 })
                 .collect();
