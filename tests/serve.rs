@@ -1,22 +1,26 @@
 //! `verifine serve` as trainers and operators meet it: the three protocols
 //! give the rewards in-process scoring gives, every answer names its
-//! revisions, a promotion under load fails no request, and each safety
-//! behaviour (bind check, token, body cap, deadline, concurrency limit,
-//! malformed bodies) answers as documented.
+//! revisions, and each safety behaviour (bind check, token, body cap,
+//! deadline, concurrency limit, malformed bodies; hostile clients and swaps
+//! under load in the submodules) answers as documented.
 
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
-use verifine_hotswap::Slot;
-use verifine_hotswap::inbox::{self, Action};
-use verifine_hotswap::revision::Origin;
 use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::{Limits, PluginSlot, Runtime, Sample};
 use verifine_serve::{
     FailurePolicy, REVISIONS_HEADER, RequestLimits, RunningServer, ServeOptions, Server,
     SwapOptions,
 };
-use verifine_tests::{EXAMPLE_LOOPHOLE, hostile, scratch_dir};
+use verifine_tests::{hostile, scratch_dir};
+
+#[path = "serve/guarded.rs"]
+mod guarded;
+#[path = "serve/hostile.rs"]
+mod hostile_clients;
+#[path = "serve/swaps.rs"]
+mod swaps;
 
 fn options(rubric: &str, dir: &Path) -> ServeOptions {
     ServeOptions {
@@ -67,6 +71,42 @@ fn post(server: &RunningServer, path: &str, body: &Value) -> (u16, Value, String
     (status, response.json().unwrap_or(Value::Null), revisions)
 }
 
+/// A server of the spinning plugin ("loop" spins until the call timeout)
+/// with one scoring thread, so one such request holds it.
+fn start_spinning(name: &str, call_timeout_ms: u64, limits: RequestLimits) -> RunningServer {
+    let options = ServeOptions {
+        limits,
+        workers: 1,
+        ..options(hostile::INFINITE_LOOP, &scratch_dir(name))
+    };
+    start(
+        options,
+        Limits {
+            call_timeout_ms,
+            ..Limits::default()
+        },
+    )
+}
+
+/// Posts `body` to `/get_reward` on a thread of its own; the status.
+fn post_in_background(server: &RunningServer, body: Value) -> std::thread::JoinHandle<u16> {
+    let url = format!("{}/get_reward", server.url());
+    std::thread::spawn(move || {
+        let response = client().post(url).json(&body).send().unwrap();
+        response.status().as_u16()
+    })
+}
+
+/// `GET /metrics` as text.
+fn metrics_text(server: &RunningServer) -> String {
+    client()
+        .get(format!("{}/metrics", server.url()))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap()
+}
+
 /// What in-process scoring gives the same samples.
 fn in_process(rubric: &str, samples: &[Sample]) -> Vec<Option<f64>> {
     let runtime = Runtime::new(Limits::default()).unwrap();
@@ -78,23 +118,6 @@ fn in_process(rubric: &str, samples: &[Sample]) -> Vec<Option<f64>> {
         .into_iter()
         .map(|s| s.total)
         .collect()
-}
-
-/// Hands the loophole rubric (it rewards any response mentioning the
-/// reference) to the serve directory's inbox, as `verifine plugin promote` does.
-fn promote_loophole(dir: &Path) {
-    let wasm = std::fs::read(EXAMPLE_LOOPHOLE).unwrap();
-    let origin = Origin::Command {
-        path: EXAMPLE_LOOPHOLE.to_string(),
-    };
-    inbox::submit(
-        dir,
-        Slot::Rubric,
-        &Action::Promote { origin },
-        Some(&wasm),
-        None,
-    )
-    .unwrap();
 }
 
 #[test]
@@ -173,12 +196,7 @@ fn openrlhf_slime_and_score_bodies_get_the_in_process_rewards() {
         .json()
         .unwrap();
     assert_eq!(health["status"], "ok");
-    let metrics = client()
-        .get(format!("{}/metrics", server.url()))
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
+    let metrics = metrics_text(&server);
     assert!(
         metrics.contains("verifine_requests_total{endpoint=\"/get_reward\",status=\"200\"} 1"),
         "{metrics}"
@@ -235,130 +253,6 @@ fn failed_samples_are_zero_and_flagged_or_a_422_by_policy() {
 }
 
 #[test]
-fn a_promotion_under_load_fails_no_request_and_answers_name_their_revision() {
-    let dir = scratch_dir("serve-swap");
-    // No watch after the promotion here: the next test shows it.
-    let unwatched = |dir: &Path| {
-        let mut options = options("math-answer", dir);
-        options.swap.gate.shadow_steps = 0;
-        options
-    };
-    let server = start(unwatched(&dir), Limits::default());
-    let url = format!("{}/get_reward", server.url());
-    // The loophole rubric rewards any response that mentions the reference.
-    let body = json!({"query": ["the answer might be 42 or 41"], "labels": ["#### 42"]});
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let clients: Vec<_> = (0..3)
-        .map(|_| {
-            let (url, body, stop) = (url.clone(), body.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let client = client();
-                let mut seen = Vec::new();
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let response = client.post(&url).json(&body).send().unwrap();
-                    assert_eq!(response.status().as_u16(), 200);
-                    let header = response.headers()[REVISIONS_HEADER]
-                        .to_str()
-                        .unwrap()
-                        .to_string();
-                    let answer: Value = response.json().unwrap();
-                    seen.push((header, answer["rewards"][0].as_f64().unwrap()));
-                }
-                seen
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    promote_loophole(&dir);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(dir.join("events.jsonl"))
-        .unwrap_or_default()
-        .contains("\"promoted\"")
-    {
-        assert!(Instant::now() < deadline, "no promotion event");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let seen: Vec<(String, f64)> = clients
-        .into_iter()
-        .flat_map(|c| c.join().unwrap())
-        .collect();
-    let before: Vec<_> = seen
-        .iter()
-        .filter(|(h, _)| h.starts_with("generation=0;"))
-        .collect();
-    let after: Vec<_> = seen
-        .iter()
-        .filter(|(h, _)| h.starts_with("generation=1;"))
-        .collect();
-    assert_eq!(before.len() + after.len(), seen.len());
-    assert!(
-        !before.is_empty() && !after.is_empty(),
-        "{} before, {} after",
-        before.len(),
-        after.len()
-    );
-    // Each answer's reward is what the revision its header names gives.
-    assert!(
-        before
-            .iter()
-            .all(|(h, r)| h.contains("rubric=math-answer@") && *r < 1.0)
-    );
-    assert!(
-        after
-            .iter()
-            .all(|(h, r)| h.contains("rubric=answer-mentioned@") && *r == 1.0)
-    );
-    let metrics = client()
-        .get(format!("{}/metrics", server.url()))
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
-    assert!(metrics.contains("verifine_live_generation 1"), "{metrics}");
-    server.stop().unwrap();
-
-    // A restart with the same configuration serves what was live.
-    let server = start(unwatched(&dir), Limits::default());
-    let (_, _, revisions) = post(&server, "/get_reward", &body);
-    assert!(
-        revisions.contains("rubric=answer-mentioned@"),
-        "{revisions}"
-    );
-    server.stop().unwrap();
-}
-
-#[test]
-fn the_watch_after_a_promotion_rolls_back_a_revision_lenient_on_served_requests() {
-    let dir = scratch_dir("serve-shadow");
-    let mut options = options("math-answer", &dir);
-    options.swap.gate.shadow_steps = 1000;
-    let server = start(options, Limits::default());
-    promote_loophole(&dir);
-    let events = || std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !events().contains("\"promoted\"") {
-        assert!(Instant::now() < deadline, "no promotion event");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Responses that mention the reference without answering it: the new
-    // revision accepts them all, the one it replaced none.
-    let body = json!({"query": vec!["maybe 42, maybe 41"; 8], "labels": vec!["#### 42"; 8]});
-    while !events().contains("auto-rolled-back") {
-        assert!(Instant::now() < deadline, "no rollback: {}", events());
-        let (status, _, _) = post(&server, "/get_reward", &body);
-        assert_eq!(status, 200);
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    let (_, answer, revisions) = post(&server, "/get_reward", &body);
-    assert!(revisions.contains("rubric=math-answer@"), "{revisions}");
-    assert_eq!(answer["rewards"][0], 0.0);
-    server.stop().unwrap();
-}
-
-#[test]
 fn a_non_loopback_bind_needs_a_token_and_the_token_is_checked() {
     let dir = scratch_dir("serve-token");
     let open = ServeOptions {
@@ -410,23 +304,13 @@ fn a_non_loopback_bind_needs_a_token_and_the_token_is_checked() {
 
 #[test]
 fn oversized_slow_and_excess_requests_are_refused_with_reasons() {
-    let dir = scratch_dir("serve-limits");
-    let limits = Limits {
-        call_timeout_ms: 1500,
-        ..Limits::default()
+    let limits = RequestLimits {
+        max_body_bytes: 1024,
+        deadline: Duration::from_millis(400),
+        max_in_flight: 1,
+        ..RequestLimits::default()
     };
-    let server = start(
-        ServeOptions {
-            limits: RequestLimits {
-                max_body_bytes: 1024,
-                deadline: Duration::from_millis(400),
-                max_in_flight: 1,
-            },
-            workers: 1,
-            ..options(hostile::INFINITE_LOOP, &dir)
-        },
-        limits,
-    );
+    let server = start_spinning("serve-limits", 1500, limits);
     let big = json!({"query": ["x".repeat(4096)]});
     let (status, body, _) = post(&server, "/get_reward", &big);
     assert_eq!(status, 413, "{body}");
@@ -448,15 +332,7 @@ fn oversized_slow_and_excess_requests_are_refused_with_reasons() {
     });
     // Once the spinning request holds the only permit (the in-flight gauge
     // says so), the next is turned away at once.
-    let metrics = || {
-        client()
-            .get(format!("{}/metrics", server.url()))
-            .send()
-            .unwrap()
-            .text()
-            .unwrap()
-    };
-    while !metrics().contains("verifine_requests_in_flight 1") {
+    while !metrics_text(&server).contains("verifine_requests_in_flight 1") {
         assert!(
             !slow.is_finished(),
             "the slow request ended before it was seen in flight"
@@ -486,6 +362,7 @@ fn malformed_bodies_get_400_with_a_reason() {
     let raw = |path: &str, body: &'static [u8]| {
         let response = client()
             .post(format!("{}{path}", server.url()))
+            .header("content-type", "application/json")
             .body(body)
             .send()
             .unwrap();

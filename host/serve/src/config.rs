@@ -7,8 +7,18 @@
 //! io_threads = 0           # async runtime threads; 0: one per core
 //! batch_size = 64          # samples per plugin call within a request
 //! max_in_flight = 512      # scoring requests at once; more get 503 + Retry-After
-//! max_body_bytes = 16777216
+//! max_body_bytes = 16777216           # per request (413 above)
+//! max_body_bytes_in_flight = 268435456  # all bodies held at once (503 above)
+//! max_samples_per_request = 16384     # counted before building (413 above)
+//! max_samples_in_flight = 65536       # admitted, not yet scored (503 above)
+//! max_queued_jobs = 1024   # jobs waiting for a scoring thread (503 above)
 //! deadline_ms = 60000      # per request, from arrival to answer (504 after)
+//! body_timeout_ms = 30000  # for the body once the head is in (408 after)
+//! header_timeout_ms = 10000  # for a request head, idle keep-alive included
+//! max_connections = 1024   # open at once; more wait in the listen backlog
+//! shutdown_grace_ms = 5000 # for requests in flight at shutdown
+//! allowed_hosts = []       # Host/Origin names besides localhost and the bound
+//!                          # address: "name" (any port) or "name:port"
 //! on_failure = "zero"      # or "error": a failed sample makes the request 422
 //! swap_interval_ms = 500   # time between swap points
 //!
@@ -20,7 +30,7 @@
 //! ```
 //! (`shadow_steps` counts swap points here.)
 
-use crate::http::RequestLimits;
+use crate::limits::{ConnectionLimits, RequestLimits};
 use crate::live::SwapOptions;
 use crate::protocol::FailurePolicy;
 use serde::Deserialize;
@@ -42,8 +52,26 @@ pub struct ServeTable {
     pub max_in_flight: usize,
     /// Largest accepted body.
     pub max_body_bytes: usize,
+    /// Body bytes all scoring requests may hold at once.
+    pub max_body_bytes_in_flight: usize,
+    /// Samples one request may carry.
+    pub max_samples_per_request: usize,
+    /// Samples admitted and not yet scored, over all requests.
+    pub max_samples_in_flight: usize,
+    /// Scoring jobs waiting for a thread.
+    pub max_queued_jobs: usize,
     /// Per-request deadline.
     pub deadline_ms: u64,
+    /// Time for a body to arrive once its head is in.
+    pub body_timeout_ms: u64,
+    /// Time for a request head to arrive, idle keep-alive included.
+    pub header_timeout_ms: u64,
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// Time requests in flight get to finish at shutdown.
+    pub shutdown_grace_ms: u64,
+    /// `Host`/`Origin` names accepted besides loopback and the bound address.
+    pub allowed_hosts: Vec<String>,
     /// What a failed sample's reward becomes.
     pub on_failure: FailurePolicy,
     /// Time between swap points.
@@ -53,13 +81,23 @@ pub struct ServeTable {
 impl Default for ServeTable {
     fn default() -> Self {
         let limits = RequestLimits::default();
+        let millis = |d: Duration| d.as_millis() as u64;
         ServeTable {
             workers: 0,
             io_threads: 0,
             batch_size: 64,
             max_in_flight: limits.max_in_flight,
             max_body_bytes: limits.max_body_bytes,
-            deadline_ms: limits.deadline.as_millis() as u64,
+            max_body_bytes_in_flight: limits.max_body_bytes_in_flight,
+            max_samples_per_request: limits.max_samples_per_request,
+            max_samples_in_flight: limits.max_samples_in_flight,
+            max_queued_jobs: limits.max_queued_jobs,
+            deadline_ms: millis(limits.deadline),
+            body_timeout_ms: millis(limits.body_timeout),
+            header_timeout_ms: millis(limits.connections.header_timeout),
+            max_connections: limits.connections.max_connections,
+            shutdown_grace_ms: millis(limits.connections.shutdown_grace),
+            allowed_hosts: limits.allowed_hosts,
             on_failure: FailurePolicy::Zero,
             swap_interval_ms: 500,
         }
@@ -71,8 +109,19 @@ impl ServeTable {
     pub fn limits(&self) -> RequestLimits {
         RequestLimits {
             max_body_bytes: self.max_body_bytes,
+            max_body_bytes_in_flight: self.max_body_bytes_in_flight,
             deadline: Duration::from_millis(self.deadline_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
             max_in_flight: self.max_in_flight,
+            max_samples_per_request: self.max_samples_per_request,
+            max_samples_in_flight: self.max_samples_in_flight,
+            max_queued_jobs: self.max_queued_jobs,
+            allowed_hosts: self.allowed_hosts.clone(),
+            connections: ConnectionLimits {
+                max_connections: self.max_connections,
+                header_timeout: Duration::from_millis(self.header_timeout_ms),
+                shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+            },
         }
     }
 }

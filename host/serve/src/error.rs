@@ -45,6 +45,9 @@ pub enum ServeError {
         /// What is wrong.
         message: String,
     },
+    /// The operating system's random source, read for a per-start token.
+    #[error("reading the operating system's random source for a token: {0}")]
+    Random(std::io::Error),
     /// Loading or gating plugins.
     #[error(transparent)]
     Hotswap(#[from] verifine_hotswap::HotswapError),

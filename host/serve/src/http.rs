@@ -1,49 +1,32 @@
-//! The routes and the safety layers around them: bearer auth, a body cap,
-//! a per-request deadline, a concurrency limit that answers 503 instead of
-//! queueing without bound, and a JSON reason for every refusal.
+//! The routes and the safety layers around them: the Host/Origin/JSON
+//! guard, bearer auth, a body cap and read time, a per-request deadline,
+//! budgets of requests, samples and body bytes in flight that answer 503
+//! instead of queueing without bound, and a JSON reason for every refusal.
 
+use crate::guard::{self, AllowedHosts, same_secret};
+use crate::limits::RequestLimits;
 use crate::live::Live;
 use crate::metrics::{Endpoint, Metrics};
-use crate::pool::{Generation, Pool};
+use crate::pool::{Generation, Pool, SubmitError};
 use crate::protocol::{self, FailurePolicy};
+use crate::{body, sizing};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
+use std::time::Instant;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use verifine_runtime::Sample;
 use verifine_runtime::scoring::ScoredSample;
 
 /// The header naming the revisions that scored a response.
 pub const REVISIONS_HEADER: &str = "x-verifine-revisions";
-
-/// What every request may use.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestLimits {
-    /// Largest accepted body.
-    pub max_body_bytes: usize,
-    /// Time from the request's arrival to its answer (504 after).
-    pub deadline: Duration,
-    /// Scoring requests in flight; one more is answered 503 with Retry-After.
-    pub max_in_flight: usize,
-}
-
-impl Default for RequestLimits {
-    fn default() -> Self {
-        RequestLimits {
-            max_body_bytes: 16 << 20,
-            deadline: Duration::from_secs(60),
-            max_in_flight: 512,
-        }
-    }
-}
 
 /// The state every handler shares.
 pub struct App {
@@ -61,15 +44,23 @@ pub struct App {
     pub limits: RequestLimits,
     /// Admits scoring requests.
     pub permits: Semaphore,
+    /// Samples admitted and not yet scored or dropped.
+    pub samples_in_flight: Arc<Semaphore>,
+    /// Body bytes held by scoring requests.
+    pub body_bytes_in_flight: Semaphore,
+    /// The `Host`s and `Origin`s requests may name.
+    pub hosts: Arc<AllowedHosts>,
 }
 
 /// The router with its layers: metrics outermost, then the deadline, then
-/// auth, then (scoring routes only) the concurrency limit.
+/// the Host/Origin/JSON guard, then auth, then (scoring routes only) the
+/// concurrency limit and the body read.
 pub fn router(app: Arc<App>) -> Router {
     let scoring = Router::new()
         .route("/get_reward", post(openrlhf))
         .route("/slime", post(slime))
         .route("/v1/score", post(score))
+        .layer(middleware::from_fn_with_state(app.clone(), read_body))
         .layer(middleware::from_fn_with_state(app.clone(), admit));
     Router::new()
         .merge(scoring)
@@ -78,6 +69,10 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(app.limits.max_body_bytes))
         .layer(middleware::from_fn_with_state(app.clone(), authorize))
+        .layer(middleware::from_fn_with_state(
+            app.hosts.clone(),
+            guard::guard,
+        ))
         .layer(middleware::from_fn_with_state(app.clone(), deadline))
         .layer(middleware::from_fn_with_state(app.clone(), count))
         .with_state(app)
@@ -115,15 +110,7 @@ async fn authorize(State(app): State<Arc<App>>, request: Request, next: Next) ->
     let Some(token) = &app.token else {
         return next.run(request).await;
     };
-    if request.uri().path() == "/health" {
-        return next.run(request).await;
-    }
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if given.is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes())) {
+    if request.uri().path() == "/health" || bearer_matches(token, request.headers()) {
         return next.run(request).await;
     }
     let mut response = refuse(
@@ -136,41 +123,97 @@ async fn authorize(State(app): State<Arc<App>>, request: Request, next: Next) ->
     response
 }
 
-/// Compares without stopping at the first difference, so the time taken
-/// does not tell how much of a guess was right.
-fn same_secret(given: &[u8], expected: &[u8]) -> bool {
-    let mut difference = u8::from(given.len() != expected.len());
-    for (i, &e) in expected.iter().enumerate() {
-        difference |= e ^ given.get(i).copied().unwrap_or(!e);
-    }
-    difference == 0
+fn bearer_matches(token: &str, headers: &HeaderMap) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes()))
+}
+
+/// A 503 with `Retry-After`: a budget is spent for now, not for good.
+fn busy(reason: String) -> Response {
+    let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, reason);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 async fn admit(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let Ok(_permit) = app.permits.try_acquire() else {
-        let mut response = refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "{} scoring requests in flight, the server's limit; retry shortly",
-                app.limits.max_in_flight
-            ),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
+        return busy(format!(
+            "{} scoring requests in flight, the server's limit; retry shortly",
+            app.limits.max_in_flight
+        ));
     };
     next.run(request).await
 }
 
+/// Reads the body within the size and time limits, holding its share of
+/// the body-byte budget (what it declares, else the largest body) until
+/// the answer is made.
+async fn read_body(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let limit = app.limits.max_body_bytes;
+    let reserved = body::declared_length(&request).unwrap_or(limit).min(limit);
+    let Ok(_bytes) = app
+        .body_bytes_in_flight
+        .try_acquire_many(u32::try_from(reserved).unwrap_or(u32::MAX))
+    else {
+        return busy(format!(
+            "{} body bytes in flight, the server's limit; retry shortly",
+            app.limits.max_body_bytes_in_flight
+        ));
+    };
+    match body::buffered(request, limit, app.limits.body_timeout).await {
+        Ok(request) => next.run(request).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// Reserves `samples` of the in-flight budget: 413 over the per-request
+/// cap, 503 while the budget is spent.
+fn reserve_samples(app: &App, samples: usize) -> Result<OwnedSemaphorePermit, Response> {
+    let cap = app.limits.max_samples_per_request;
+    if samples > cap {
+        return Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "{samples} samples in one request, more than the server's limit of {cap}; split the batch"
+            ),
+        ));
+    }
+    let permits = u32::try_from(samples).unwrap_or(u32::MAX);
+    app.samples_in_flight
+        .clone()
+        .try_acquire_many_owned(permits)
+        .map_err(|_| {
+            busy(format!(
+                "{} samples in flight, the server's limit; retry shortly",
+                app.limits.max_samples_in_flight
+            ))
+        })
+}
+
 /// Scores `samples` with the generation live now; a response or a refusal.
+/// Failure details go to the log; answers carry a short reason.
 async fn score_with_live(
     app: &App,
     samples: Vec<Sample>,
+    budget: OwnedSemaphorePermit,
 ) -> Result<(Arc<Generation>, Vec<Sample>, Vec<ScoredSample>), Response> {
     let generation = app.live.current();
-    let answer = app.pool.submit(generation.clone(), samples).await;
-    let (samples, scored) = answer.map_err(|_| {
+    let answer = match app.pool.submit(generation.clone(), samples, budget) {
+        Ok(answer) => answer,
+        Err(full @ SubmitError::QueueFull(_)) => return Err(busy(full.to_string())),
+        Err(SubmitError::Stopped) => {
+            return Err(refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down",
+            ));
+        }
+    };
+    let (samples, mut scored) = answer.await.map_err(|_| {
         refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the scoring pool stopped before answering",
@@ -178,6 +221,7 @@ async fn score_with_live(
     })?;
     let failures = scored.iter().filter(|s| s.total.is_none()).count();
     app.metrics.scored(scored.len(), failures);
+    protocol::keep_details_in_the_log(&samples, &mut scored);
     if let Some(reason) = protocol::first_failure(app.on_failure, &samples, &scored) {
         return Err(with_revisions(
             refuse(StatusCode::UNPROCESSABLE_ENTITY, reason),
@@ -207,41 +251,84 @@ fn with_revisions(mut response: Response, generation: &Generation) -> Response {
 async fn score_body(
     app: &App,
     body: Result<Bytes, BytesRejection>,
-    parse: fn(&[u8]) -> Result<Vec<Sample>, String>,
+    door: Door,
     respond: fn(&Generation, &[Sample], &[ScoredSample]) -> Value,
 ) -> Response {
     let run = async {
         let body = body_or_refusal(body)?;
-        let samples = parse(&body).map_err(|r| refuse(StatusCode::BAD_REQUEST, r))?;
-        let (generation, samples, scored) = score_with_live(app, samples).await?;
+        // Counted before any sample is built; a body that cannot be counted
+        // does not parse either, and parsing says why.
+        let budget = door
+            .count(&body)
+            .map(|n| reserve_samples(app, n))
+            .transpose()?;
+        let samples = door
+            .parse(&body)
+            .map_err(|r| refuse(StatusCode::BAD_REQUEST, r))?;
+        let budget = match budget {
+            Some(budget) if budget.num_permits() == samples.len() => budget,
+            _ => reserve_samples(app, samples.len())?,
+        };
+        let (generation, samples, scored) = score_with_live(app, samples, budget).await?;
         Ok(answer(&generation, respond(&generation, &samples, &scored)))
     };
     run.await.unwrap_or_else(|refusal: Response| refusal)
 }
 
+/// The three scoring doors, each with its way to count and parse a body.
+#[derive(Debug, Clone, Copy)]
+enum Door {
+    OpenRlhf,
+    Slime,
+    Score,
+}
+
+impl Door {
+    fn count(self, body: &[u8]) -> Option<usize> {
+        match self {
+            Door::OpenRlhf => sizing::openrlhf_samples(body),
+            Door::Slime => sizing::slime_samples(body),
+            Door::Score => sizing::score_samples(body),
+        }
+    }
+
+    fn parse(self, body: &[u8]) -> Result<Vec<Sample>, String> {
+        match self {
+            Door::OpenRlhf => protocol::parse_openrlhf(body),
+            Door::Slime => protocol::parse_slime(body).map(|sample| vec![sample]),
+            Door::Score => protocol::parse_score(body),
+        }
+    }
+}
+
 async fn openrlhf(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
-    score_body(
-        &app,
-        body,
-        protocol::parse_openrlhf,
-        |generation, _, scored| protocol::openrlhf_response(generation.id, scored),
-    )
+    score_body(&app, body, Door::OpenRlhf, |generation, _, scored| {
+        protocol::openrlhf_response(generation.id, scored)
+    })
     .await
 }
 
 async fn slime(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
-    let parse = |body: &[u8]| protocol::parse_slime(body).map(|sample| vec![sample]);
-    score_body(&app, body, parse, |generation, _, scored| {
+    score_body(&app, body, Door::Slime, |generation, _, scored| {
         protocol::slime_response(generation, &scored[0])
     })
     .await
 }
 
 async fn score(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
-    score_body(&app, body, protocol::parse_score, protocol::score_response).await
+    score_body(&app, body, Door::Score, protocol::score_response).await
 }
 
-async fn health(State(app): State<Arc<App>>) -> Response {
+/// Up or not, for anyone (load balancers probe without a token); which
+/// plugins and revisions serve only for a caller with the token.
+async fn health(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let trusted = app
+        .token
+        .as_deref()
+        .is_some_and(|token| bearer_matches(token, &headers));
+    if !trusted {
+        return axum::Json(json!({ "status": "ok" })).into_response();
+    }
     let generation = app.live.current();
     answer(
         &generation,
@@ -251,7 +338,9 @@ async fn health(State(app): State<Arc<App>>) -> Response {
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let in_flight = app.limits.max_in_flight - app.permits.available_permits();
-    let text = app.metrics.render(&app.live.current(), in_flight);
+    let text = app
+        .metrics
+        .render(&app.live.current(), in_flight, app.pool.abandoned());
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         Body::from(text),

@@ -8,22 +8,80 @@
 //! The page knows the queue's shape (case, reason, judge, label) but not
 //! its rules: the caller passes a check (the judge loop's own) that every
 //! edited item must pass before it is written.
+//!
+//! The queue holds gold references and its labels steer the judge, so the
+//! page is not open to whoever reaches the port: each start makes a random
+//! token, the address printed carries it (`/?token=...`, as Jupyter does),
+//! the page keeps it in an `HttpOnly`, `SameSite=Strict` cookie and every
+//! route requires it. The reward server's Host/Origin/JSON guard applies
+//! too, against DNS rebinding and other sites' pages.
 
 use crate::error::{Result, ServeError};
+use crate::guard::{self, AllowedHosts, same_secret};
 use crate::http::refuse;
+use crate::limits::ConnectionLimits;
+use crate::server::RunningServer;
 pub use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path as UrlPath, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{Path as UrlPath, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, put};
 use serde_json::{Value, json};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The page: plain HTML and JavaScript, no build step.
 const PAGE: &str = include_str!("labels.html");
+
+/// Largest edit accepted (a label is a few hundred bytes).
+const MAX_EDIT_BYTES: usize = 1 << 20;
+
+/// Time an edit's body may take to arrive.
+const EDIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Who may use the page: whoever holds the token of this start.
+pub struct PageAccess {
+    token: String,
+    cookie: String,
+    hosts: Arc<AllowedHosts>,
+}
+
+impl PageAccess {
+    /// A fresh token for a page bound to `address`.
+    pub fn new(address: SocketAddr) -> Result<PageAccess> {
+        Ok(PageAccess {
+            token: guard::random_token().map_err(ServeError::Random)?,
+            // Cookies ignore ports: one name per port keeps two pages apart.
+            cookie: format!("verifine-labels-{}", address.port()),
+            hosts: Arc::new(AllowedHosts::for_address(address, &[])),
+        })
+    }
+
+    /// The address to open, token included: print it to the person only.
+    pub fn url(&self, address: SocketAddr) -> String {
+        format!("http://{address}/?token={}", self.token)
+    }
+
+    fn admits(&self, given: &str) -> bool {
+        same_secret(given.as_bytes(), self.token.as_bytes())
+    }
+
+    fn cookie_token<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(name, _)| *name == self.cookie)
+            .map(|(_, value)| value)
+    }
+}
 
 /// Checks an edited queue item before it is saved; `Err` is shown to the person.
 pub type ItemCheck = Box<dyn Fn(&Value) -> std::result::Result<(), String> + Send + Sync>;
@@ -74,7 +132,7 @@ impl LabelQueue {
     pub fn snapshot(&self) -> Value {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let items: Vec<Value> = entries.iter().map(entry_json).collect();
-        json!({ "file": self.path.display().to_string(), "items": items })
+        json!({ "items": items })
     }
 
     /// Sets the label of case `id`, if `version` is the item's current one
@@ -106,9 +164,10 @@ impl LabelQueue {
         let previous = std::mem::replace(&mut entries[index].item, item);
         if let Err(e) = self.write(&entries) {
             entries[index].item = previous;
+            tracing::error!("saving case {id:?}: {e}");
             return Err(refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                format!("nothing saved: {e}"),
+                "nothing saved: the queue file could not be written (the server's log says why)",
             ));
         }
         entries[index].version += 1;
@@ -136,13 +195,66 @@ fn entry_json(entry: &Entry) -> Value {
 }
 
 /// The page and its API: `GET /`, `GET /api/queue`,
-/// `PUT /api/cases/{id}` with `{"version": n, "label": {...} | null}`.
-pub fn router(queue: Arc<LabelQueue>) -> Router {
+/// `PUT /api/cases/{id}` with `{"version": n, "label": {...} | null}`;
+/// all of them behind the guard and `access`'s token.
+pub fn router(queue: Arc<LabelQueue>, access: Arc<PageAccess>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/api/queue", get(list))
         .route("/api/cases/{id}", put(save))
+        .layer(middleware::from_fn(read_edit))
+        .layer(middleware::from_fn_with_state(
+            access.clone(),
+            require_token,
+        ))
+        .layer(middleware::from_fn_with_state(
+            access.hosts.clone(),
+            guard::guard,
+        ))
         .with_state(queue)
+}
+
+/// Lets through a request carrying the token in its cookie; a `GET /`
+/// carrying it in the query (the printed address) sets the cookie and
+/// redirects to `/`, so the token leaves the address bar.
+async fn require_token(
+    State(access): State<Arc<PageAccess>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if access
+        .cookie_token(request.headers())
+        .is_some_and(|given| access.admits(given))
+    {
+        return next.run(request).await;
+    }
+    let from_query = request.uri().query().and_then(|query| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("token="))
+    });
+    if request.uri().path() == "/" && from_query.is_some_and(|given| access.admits(given)) {
+        let cookie = format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            access.cookie, access.token
+        );
+        let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().insert(header::SET_COOKIE, value);
+        }
+        return response;
+    }
+    refuse(
+        StatusCode::UNAUTHORIZED,
+        "missing or wrong token: open the address `verifine labels serve` printed",
+    )
+}
+
+async fn read_edit(request: Request, next: Next) -> Response {
+    match crate::body::buffered(request, MAX_EDIT_BYTES, EDIT_TIMEOUT).await {
+        Ok(request) => next.run(request).await,
+        Err(refusal) => refusal,
+    }
 }
 
 async fn page() -> Response {
@@ -184,11 +296,24 @@ async fn save(
     }
 }
 
+/// Serves the label page on `listener` on a thread of its own until
+/// [`RunningServer::stop`].
+pub fn spawn(router: Router, listener: std::net::TcpListener) -> Result<RunningServer> {
+    let address = listener.local_addr().map_err(|source| ServeError::Io {
+        action: "reading the address of",
+        path: PathBuf::from("the listening socket"),
+        source,
+    })?;
+    Ok(RunningServer::serve(address, move |shutdown| {
+        serve_blocking(router, listener, shutdown)
+    }))
+}
+
 /// Serves the label page on `listener` until `shutdown` completes.
 pub fn serve_blocking(
     router: Router,
     listener: std::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    crate::server::serve_router(listener, router, 2, shutdown)
+    crate::listen::serve_router(listener, router, 2, ConnectionLimits::default(), shutdown)
 }

@@ -167,21 +167,30 @@ struct SavedState {
 
 impl Swapper {
     /// Runs swap points until [`Live::stop`]; between them, passes what the
-    /// workers scored to the watch over a promoted revision.
+    /// workers scored to the watch over a promoted revision. A swap point
+    /// is due every interval whatever the load: observations are taken only
+    /// while it is not due, so steady traffic (a stream of them) cannot
+    /// hold off a promotion, a rollback or the end of a watch. A swap point
+    /// comes at most one observation late.
     pub fn run(mut self) {
         let mut next = Instant::now() + self.options.interval;
         while !self.live.stop.load(Ordering::Relaxed) {
             let wait = next.saturating_duration_since(Instant::now());
-            match self
-                .observations
-                .recv_timeout(wait.min(Duration::from_millis(100)))
-            {
-                Ok(observation) => {
-                    self.reward
-                        .observe(self.tick, &observation.samples, &observation.scored);
-                    continue;
+            if !wait.is_zero() {
+                match self
+                    .observations
+                    .recv_timeout(wait.min(Duration::from_millis(100)))
+                {
+                    Ok(observation) => {
+                        self.reward
+                            .observe(self.tick, &observation.samples, &observation.scored);
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    // The pool has stopped: nothing more to observe.
+                    Err(RecvTimeoutError::Disconnected) => {
+                        std::thread::sleep(wait.min(Duration::from_millis(100)));
+                    }
                 }
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
             }
             if Instant::now() < next {
                 continue;

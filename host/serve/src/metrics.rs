@@ -56,7 +56,12 @@ impl Endpoint {
 }
 
 /// Statuses the server answers with; any other is counted as 500.
-const STATUSES: [u16; 11] = [200, 400, 401, 404, 405, 408, 413, 422, 500, 503, 504];
+const STATUSES: [u16; 13] = [
+    200, 400, 401, 403, 404, 405, 408, 413, 415, 422, 500, 503, 504,
+];
+
+/// Where an unlisted status is counted: 500.
+const OTHER_STATUS: usize = 10;
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -83,7 +88,10 @@ impl Metrics {
     /// Counts one answered request and its latency.
     pub fn request(&self, endpoint: Endpoint, status: u16, latency: Duration) {
         let e = &self.endpoints[endpoint as usize];
-        let s = STATUSES.iter().position(|&s| s == status).unwrap_or(8);
+        let s = STATUSES
+            .iter()
+            .position(|&s| s == status)
+            .unwrap_or(OTHER_STATUS);
         e.by_status[s].fetch_add(1, Ordering::Relaxed);
         let seconds = latency.as_secs_f64();
         if let Some(b) = BUCKETS.iter().position(|&b| seconds <= b) {
@@ -101,8 +109,9 @@ impl Metrics {
     }
 
     /// The text `GET /metrics` returns; `in_flight` is the number of
-    /// scoring requests admitted and not yet answered.
-    pub fn render(&self, live: &Generation, in_flight: usize) -> String {
+    /// scoring requests admitted and not yet answered, `abandoned` the jobs
+    /// dropped because their request was gone.
+    pub fn render(&self, live: &Generation, in_flight: usize, abandoned: u64) -> String {
         let mut out = String::new();
         out.push_str(
             "# HELP verifine_requests_in_flight Scoring requests admitted and not yet answered.\n",
@@ -167,9 +176,14 @@ impl Metrics {
                 &self.failures,
             ),
         ];
+        let abandoned_help = "Scoring jobs dropped, unscored or part-scored, because their request was gone (deadline, disconnect).";
+        let counters = counters
+            .into_iter()
+            .map(|(name, help, value)| (name, help, value.load(Ordering::Relaxed)))
+            .chain([("verifine_jobs_abandoned_total", abandoned_help, abandoned)]);
         for (name, help, value) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+            let _ = writeln!(out, "{name} {value}");
         }
         out.push_str("# HELP verifine_live_revision The revision live in each slot (value 1).\n");
         out.push_str("# TYPE verifine_live_revision gauge\n");

@@ -2,12 +2,18 @@
 //! so scoring never blocks the async runtime. A job carries the revision
 //! generation its request started with, and is scored by exactly that
 //! generation even if a swap happened since.
+//!
+//! The queue is bounded, and a job whose request is gone (its deadline
+//! passed, its client hung up) is dropped when a worker reaches it, and
+//! between batches once started: abandoned work, judge calls included,
+//! is not paid for.
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;
-use std::sync::mpsc::{Receiver, Sender, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use tokio::sync::oneshot;
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use verifine_runtime::scoring::{RewardPlugins, ScoredSample, Scorer};
 use verifine_runtime::{Provenance, Sample};
 
@@ -82,12 +88,28 @@ struct Job {
     generation: Arc<Generation>,
     samples: Vec<Sample>,
     reply: oneshot::Sender<Scored>,
+    /// The samples' share of the in-flight budget: released when the job
+    /// ends, answered or dropped, not when its request gives up on it.
+    _budget: OwnedSemaphorePermit,
+}
+
+/// Why a job was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    /// As many jobs wait as the queue holds.
+    #[error("{0} scoring jobs are queued, the server's limit; retry shortly")]
+    QueueFull(usize),
+    /// The pool was stopped or every worker is gone.
+    #[error("the scoring pool has stopped")]
+    Stopped,
 }
 
 /// Worker threads scoring jobs in arrival order.
 pub struct Pool {
-    jobs: Mutex<Option<Sender<Job>>>,
+    jobs: Mutex<Option<SyncSender<Job>>>,
+    queue_capacity: usize,
     workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    abandoned: Arc<AtomicU64>,
 }
 
 /// Where workers send copies of what they scored while a revision is watched.
@@ -100,45 +122,61 @@ pub struct Observer {
 }
 
 impl Pool {
-    /// Starts `workers` threads scoring in batches of `batch_size`.
-    pub fn start(workers: usize, batch_size: usize, observer: Observer) -> Pool {
-        let (sender, receiver) = std::sync::mpsc::channel::<Job>();
+    /// Starts `workers` threads scoring in batches of `batch_size`, with at
+    /// most `queued` jobs waiting for them.
+    pub fn start(workers: usize, batch_size: usize, queued: usize, observer: Observer) -> Pool {
+        let queue_capacity = queued.max(1);
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Job>(queue_capacity);
         let receiver = Arc::new(Mutex::new(receiver));
+        let abandoned = Arc::new(AtomicU64::new(0));
         let handles = (0..workers.max(1))
             .map(|i| {
                 let receiver = receiver.clone();
                 let observer = observer.clone();
+                let abandoned = abandoned.clone();
                 std::thread::Builder::new()
                     .name(format!("verifine-score-{i}"))
-                    .spawn(move || work(&receiver, batch_size.max(1), &observer))
+                    .spawn(move || work(&receiver, batch_size.max(1), &observer, &abandoned))
                     .expect("spawning a scoring thread")
             })
             .collect();
         Pool {
             jobs: Mutex::new(Some(sender)),
+            queue_capacity,
             workers: Mutex::new(handles),
+            abandoned,
         }
     }
 
-    /// Queues `samples` for scoring by `generation`; the answer arrives on
-    /// the returned channel (closed if the pool stopped or a worker died).
+    /// Queues `samples` for scoring by `generation`, holding `budget` until
+    /// the job ends; the answer arrives on the returned channel (closed if
+    /// a worker died). Dropping that channel abandons the job.
     pub fn submit(
         &self,
         generation: Arc<Generation>,
         samples: Vec<Sample>,
-    ) -> oneshot::Receiver<Scored> {
+        budget: OwnedSemaphorePermit,
+    ) -> Result<oneshot::Receiver<Scored>, SubmitError> {
         let (reply, answer) = oneshot::channel();
         let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(jobs) = jobs.as_ref() {
-            // A send fails only when every worker is gone; the dropped reply
-            // then closes `answer`, which the caller reports.
-            let _ = jobs.send(Job {
-                generation,
-                samples,
-                reply,
-            });
+        let jobs = jobs.as_ref().ok_or(SubmitError::Stopped)?;
+        let job = Job {
+            generation,
+            samples,
+            reply,
+            _budget: budget,
+        };
+        match jobs.try_send(job) {
+            Ok(()) => Ok(answer),
+            Err(TrySendError::Full(_)) => Err(SubmitError::QueueFull(self.queue_capacity)),
+            Err(TrySendError::Disconnected(_)) => Err(SubmitError::Stopped),
         }
-        answer
+    }
+
+    /// Jobs dropped unscored, or left part-scored, because their request
+    /// was gone.
+    pub fn abandoned(&self) -> u64 {
+        self.abandoned.load(Ordering::Relaxed)
     }
 
     /// Stops taking jobs and waits for the workers to finish the queued ones.
@@ -157,7 +195,12 @@ impl Drop for Pool {
     }
 }
 
-fn work(receiver: &Mutex<Receiver<Job>>, batch_size: usize, observer: &Observer) {
+fn work(
+    receiver: &Mutex<Receiver<Job>>,
+    batch_size: usize,
+    observer: &Observer,
+    abandoned: &AtomicU64,
+) {
     let mut scorers: VecDeque<(u64, Scorer)> = VecDeque::new();
     loop {
         let job = {
@@ -167,6 +210,10 @@ fn work(receiver: &Mutex<Receiver<Job>>, batch_size: usize, observer: &Observer)
                 Err(_) => return,
             }
         };
+        if job.reply.is_closed() {
+            abandoned.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         let Some(scorer) = scorer_for(&mut scorers, &job.generation) else {
             let failed = job
                 .samples
@@ -178,9 +225,16 @@ fn work(receiver: &Mutex<Receiver<Job>>, batch_size: usize, observer: &Observer)
         };
         let mut scored = Vec::with_capacity(job.samples.len());
         for batch in job.samples.chunks(batch_size) {
+            if job.reply.is_closed() {
+                break;
+            }
             scored.extend(scorer.score_batch(0, 0, batch));
         }
-        if observer.watching.load(std::sync::atomic::Ordering::Relaxed) {
+        if scored.len() < job.samples.len() {
+            abandoned.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        if observer.watching.load(Ordering::Relaxed) {
             let copy = Observation {
                 samples: job.samples.clone(),
                 scored: scored.clone(),

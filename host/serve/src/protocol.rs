@@ -146,6 +146,47 @@ pub fn parse_score(body: &[u8]) -> Result<Vec<Sample>, String> {
     samples_from_json(rows).map_err(|(row, reason)| format!("row {row}: {reason}"))
 }
 
+/// Longest failure reason a client is sent, in characters.
+pub const CLIENT_REASON_CHARS: usize = 200;
+
+/// A failure as a client sees it: the first line, without what the plugin
+/// wrote to stderr (a panic's message and source path) or a wasm
+/// backtrace, at most [`CLIENT_REASON_CHARS`] characters.
+pub fn client_reason(detail: &str) -> String {
+    let mut line = detail.lines().next().unwrap_or("").trim();
+    for marker in [" (plugin stderr:", "wasm backtrace"] {
+        if let Some(cut) = line.find(marker) {
+            line = line[..cut].trim_end();
+        }
+    }
+    match line.char_indices().nth(CLIENT_REASON_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+/// Logs the first failure of a batch whole (the operator's copy, with the
+/// plugin's stderr) and shortens every failure reason to what a client is
+/// sent ([`client_reason`]).
+pub fn keep_details_in_the_log(samples: &[Sample], scored: &mut [ScoredSample]) {
+    let mut failures = samples
+        .iter()
+        .zip(scored.iter())
+        .filter_map(|(sample, s)| s.error.as_deref().map(|error| (sample, error)));
+    if let Some((sample, error)) = failures.next() {
+        let others = failures.count();
+        tracing::warn!(
+            "sample {} failed ({others} more in its request): {error}",
+            sample.id
+        );
+    }
+    for s in scored.iter_mut() {
+        if let Some(error) = &mut s.error {
+            *error = client_reason(error);
+        }
+    }
+}
+
 /// The first failed sample and why, when the policy makes failures errors.
 pub fn first_failure(
     policy: FailurePolicy,
@@ -339,6 +380,17 @@ mod tests {
         assert!(reason.contains("prompt[0]"), "{reason}");
         let reason = parse_score(br#"{"rows": [{"id": 1, "prompt": "p"}]}"#).unwrap_err();
         assert!(reason.starts_with("row 1:"), "{reason}");
+    }
+
+    #[test]
+    fn clients_get_the_first_line_without_stderr_or_backtrace() {
+        let detail = "plugin `p` trapped: unreachable (plugin stderr: panicked at src/lib.rs:13:13:\nboom)\nwasm backtrace:\n  0: 0x1 - p::judge";
+        assert_eq!(client_reason(detail), "plugin `p` trapped: unreachable");
+        let long = "x".repeat(1000);
+        assert_eq!(
+            client_reason(&long).chars().count(),
+            CLIENT_REASON_CHARS + 1
+        );
     }
 
     #[test]

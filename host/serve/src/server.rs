@@ -2,14 +2,19 @@
 //! swap thread and the HTTP loop, in that order; stopping reverses it.
 
 use crate::error::{Result, ServeError};
-use crate::http::{App, RequestLimits, router};
+use crate::guard::AllowedHosts;
+use crate::http::{App, router};
+use crate::limits::RequestLimits;
+use crate::listen::serve_router;
 use crate::live::{self, Live, SwapOptions, Swapper};
 use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::protocol::FailurePolicy;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Semaphore;
 use verifine_runtime::{PluginSlot, Runtime};
 
@@ -61,21 +66,7 @@ impl Server {
         if options.token.as_deref().is_some_and(str::is_empty) {
             return Err(ServeError::Option("--token must not be empty".to_string()));
         }
-        for (name, value) in [
-            ("workers", options.workers),
-            ("io_threads", options.io_threads),
-            ("max_in_flight", options.limits.max_in_flight),
-            ("max_body_bytes", options.limits.max_body_bytes),
-        ] {
-            if value == 0 {
-                return Err(ServeError::Option(format!("{name} must be at least 1")));
-            }
-        }
-        if options.swap.interval.is_zero() || options.limits.deadline.is_zero() {
-            return Err(ServeError::Option(
-                "swap_interval_ms and deadline_ms must be positive".to_string(),
-            ));
-        }
+        check_limits(&options)?;
         let (live, observer, swapper) = live::start(
             runtime,
             &options.rubric,
@@ -89,14 +80,28 @@ impl Server {
                 address: options.address,
                 source,
             })?;
+        let bound = listener.local_addr().map_err(|source| ServeError::Socket {
+            action: "reading the address of",
+            address: options.address,
+            source,
+        })?;
+        let limits = options.limits;
         let app = Arc::new(App {
             live: live.clone(),
-            pool: Pool::start(options.workers, options.batch_size, observer),
+            pool: Pool::start(
+                options.workers,
+                options.batch_size,
+                limits.max_queued_jobs,
+                observer,
+            ),
             metrics: Metrics::default(),
             token: options.token,
             on_failure: options.on_failure,
-            limits: options.limits,
-            permits: Semaphore::new(options.limits.max_in_flight),
+            permits: Semaphore::new(limits.max_in_flight),
+            samples_in_flight: Arc::new(Semaphore::new(limits.max_samples_in_flight)),
+            body_bytes_in_flight: Semaphore::new(limits.max_body_bytes_in_flight),
+            hosts: Arc::new(AllowedHosts::for_address(bound, &limits.allowed_hosts)),
+            limits,
         });
         Ok(Server {
             app,
@@ -130,6 +135,7 @@ impl Server {
             self.listener,
             router(self.app.clone()),
             self.io_threads,
+            self.app.limits.connections,
             shutdown,
         );
         self.live.stop();
@@ -141,17 +147,7 @@ impl Server {
     /// Serves on a thread of its own until [`RunningServer::stop`].
     pub fn spawn(self) -> RunningServer {
         let address = self.local_addr();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            self.run(async move {
-                let _ = stopped.await;
-            })
-        });
-        RunningServer {
-            address,
-            stop: Some(stop),
-            thread: Some(thread),
-        }
+        RunningServer::serve(address, move |shutdown| self.run(shutdown))
     }
 }
 
@@ -164,6 +160,25 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
+    /// Runs `serve` on a thread of its own, with a shutdown future that
+    /// completes at [`RunningServer::stop`].
+    pub(crate) fn serve(
+        address: SocketAddr,
+        serve: impl FnOnce(Pin<Box<dyn Future<Output = ()> + Send>>) -> Result<()> + Send + 'static,
+    ) -> RunningServer {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            serve(Box::pin(async move {
+                let _ = stopped.await;
+            }))
+        });
+        RunningServer {
+            address,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
     /// `http://ADDRESS`.
     pub fn url(&self) -> String {
         format!("http://{}", self.address)
@@ -192,40 +207,54 @@ impl Drop for RunningServer {
     }
 }
 
-/// Serves `router` on `listener` with `threads` async worker threads until
-/// `shutdown` completes, letting requests in flight finish (the reward
-/// server and the label page both run this way).
-pub fn serve_router(
-    listener: std::net::TcpListener,
-    router: axum::Router,
-    threads: usize,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<()> {
-    let address = listener.local_addr().map_err(|source| ServeError::Io {
-        action: "reading the address of",
-        path: PathBuf::from("the listening socket"),
-        source,
-    })?;
-    let socket_error = |action, source| ServeError::Socket {
-        action,
-        address,
-        source,
-    };
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| socket_error("configuring", e))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("verifine-serve-io")
-        .enable_all()
-        .build()
-        .map_err(|e| socket_error("starting the runtime for", e))?;
-    runtime
-        .block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener)?;
-            axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown)
-                .await
-        })
-        .map_err(|e| socket_error("serving", e))
+/// Refuses limits that cannot work: zeros, and budgets smaller than what
+/// one request may take (such a request could never be admitted).
+fn check_limits(options: &ServeOptions) -> Result<()> {
+    let limits = &options.limits;
+    for (name, value) in [
+        ("workers", options.workers),
+        ("io_threads", options.io_threads),
+        ("max_in_flight", limits.max_in_flight),
+        ("max_body_bytes", limits.max_body_bytes),
+        ("max_samples_per_request", limits.max_samples_per_request),
+        ("max_queued_jobs", limits.max_queued_jobs),
+        ("max_connections", limits.connections.max_connections),
+    ] {
+        if value == 0 {
+            return Err(ServeError::Option(format!("{name} must be at least 1")));
+        }
+    }
+    for (budget, value, single, per_request) in [
+        (
+            "max_samples_in_flight",
+            limits.max_samples_in_flight,
+            "max_samples_per_request",
+            limits.max_samples_per_request,
+        ),
+        (
+            "max_body_bytes_in_flight",
+            limits.max_body_bytes_in_flight,
+            "max_body_bytes",
+            limits.max_body_bytes,
+        ),
+    ] {
+        if value < per_request || u32::try_from(per_request).is_err() {
+            return Err(ServeError::Option(format!(
+                "{budget} ({value}) must be at least {single} ({per_request}), which must fit in 32 bits"
+            )));
+        }
+    }
+    let durations = [
+        options.swap.interval,
+        limits.deadline,
+        limits.body_timeout,
+        limits.connections.header_timeout,
+    ];
+    if durations.iter().any(Duration::is_zero) {
+        return Err(ServeError::Option(
+            "swap_interval_ms, deadline_ms, body_timeout_ms and header_timeout_ms must be positive"
+                .to_string(),
+        ));
+    }
+    Ok(())
 }

@@ -85,13 +85,21 @@ pub fn run(args: LabelsArgs) -> Result<()> {
             port,
             annotator,
         } => {
-            let (router, _) = label_page(&run_dir, file, &annotator)?;
+            let (queue, _) = label_queue(&run_dir, file, &annotator)?;
             let listener = std::net::TcpListener::bind(("127.0.0.1", port))
                 .with_context(|| format!("binding 127.0.0.1:{port}"))?;
+            let address = listener.local_addr()?;
+            let access = verifine_serve::labels::PageAccess::new(address)?;
+            // The address carries this start's token: the page answers no one
+            // without it.
             println!(
-                "label queue of {} on http://{}/",
+                "label queue of {} on {}",
                 run_dir.display(),
-                listener.local_addr()?
+                access.url(address)
+            );
+            let router = verifine_serve::labels::router(
+                std::sync::Arc::new(queue),
+                std::sync::Arc::new(access),
             );
             verifine_serve::labels::serve_blocking(router, listener, async {
                 let _ = tokio::signal::ctrl_c().await;
@@ -101,13 +109,13 @@ pub fn run(args: LabelsArgs) -> Result<()> {
     Ok(())
 }
 
-/// The label page's router over the queue of `run_dir` (exported first
-/// when the file is missing), and the queue file's path.
-pub fn label_page(
+/// The label queue of `run_dir` (exported first when the file is
+/// missing), checked as the judge loop checks labels, and its path.
+pub fn label_queue(
     run_dir: &std::path::Path,
     file: Option<PathBuf>,
     annotator: &str,
-) -> Result<(verifine_serve::labels::Router, PathBuf)> {
+) -> Result<(verifine_serve::labels::LabelQueue, PathBuf)> {
     use verifine_evolve::labels::{LabelStore, QueueItem, check_item};
     let file = file.unwrap_or_else(|| run_dir.join("judge").join("to-label.jsonl"));
     if !file.exists() {
@@ -124,8 +132,5 @@ pub fn label_page(
         check_item(&item, &annotator, &store)
     });
     let queue = verifine_serve::labels::LabelQueue::open(&file, check)?;
-    Ok((
-        verifine_serve::labels::router(std::sync::Arc::new(queue)),
-        file,
-    ))
+    Ok((queue, file))
 }
