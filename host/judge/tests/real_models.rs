@@ -260,14 +260,14 @@ fn healthbench_through_smollm2(answer: &str, rows: usize) {
     assert_eq!(ledger.failures, 0, "every answer parsed");
 }
 
-// The first rows keep CI to a couple of minutes; all 30 run in
+// The first rows keep CI to about a minute each; all 30 run in
 // `bench/healthbench/local.sh` (BENCHMARKS.md: 30 rows, 352 verdicts).
 #[test]
 fn healthbench_examples_score_through_smollm2_in_process_yes_no() {
-    healthbench_through_smollm2("yes-no", 6);
+    healthbench_through_smollm2("yes-no", 3);
 }
 
 #[test]
 fn healthbench_examples_score_through_smollm2_in_process_json() {
-    healthbench_through_smollm2("json", 4);
+    healthbench_through_smollm2("json", 2);
 }
