@@ -294,3 +294,54 @@ fn slow_heads_idle_sockets_and_connection_floods_do_not_lock_out_health() {
         stopping.elapsed()
     );
 }
+
+#[test]
+fn dripping_bodies_hold_only_what_they_sent_and_time_out() {
+    let dir = scratch_dir("serve-dripping-bodies");
+    let server = start(
+        ServeOptions {
+            limits: RequestLimits {
+                max_body_bytes: 1024,
+                max_body_bytes_in_flight: 1024,
+                body_timeout: Duration::from_secs(1),
+                ..RequestLimits::default()
+            },
+            ..options("math-answer", &dir)
+        },
+        Limits::default(),
+    );
+    let address = server.address;
+    // 700 of 1000 declared bytes, then nothing: 700 bytes are held.
+    let padded = format!(
+        "{:<1000}",
+        json!({"query": ["#### 1"], "labels": ["1"]}).to_string()
+    );
+    let mut dripping = raw(address, &json_head(address, "/get_reward", 1000));
+    dripping.write_all(&padded.as_bytes()[..700]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let body = json!({"query": vec!["#### 1"; 40], "labels": vec!["1"; 40]});
+    assert!(body.to_string().len() > 400);
+    let (status, answer, _) = post(&server, "/get_reward", &body);
+    assert_eq!(status, 503, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("body bytes"),
+        "{answer}"
+    );
+    // The drip ends at the body timeout with 408, and its bytes are freed.
+    let mut answer = [0u8; 64];
+    dripping
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let started = Instant::now();
+    let n = dripping.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let (status, answer, _) = post(&server, "/get_reward", &body);
+    assert_eq!(status, 200, "{answer}");
+    server.stop().unwrap();
+}

@@ -1,13 +1,16 @@
 //! Reading a request body whole, within a size and a time limit, before
 //! the handler runs: a body that drips arrives in time or the request ends
-//! with 408, and one over the limit ends with 413 before it is all read.
+//! with 408, one over the limit ends with 413 before it is all read, and
+//! the bytes held by all requests stay within a budget.
 
-use crate::http::refuse;
+use crate::http::{busy, refuse};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::response::Response;
+use http_body_util::BodyExt as _;
 use std::time::Duration;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// The length a request declares (`Content-Length`), when it does.
 pub fn declared_length(request: &Request) -> Option<usize> {
@@ -22,40 +25,57 @@ pub fn declared_length(request: &Request) -> Option<usize> {
 
 /// `request` with its body read into memory, or the refusal: 413 when it
 /// declares or sends more than `max_bytes`, 408 when it takes longer than
-/// `timeout`, 400 when the connection fails midway.
-pub async fn buffered(
+/// `timeout`, 400 when the connection fails midway, 503 when `budget` (of
+/// body bytes held by all requests) runs out. The bytes are reserved from
+/// `budget` as they arrive, so a body that drips holds only what it sent;
+/// the returned permit holds them until it is dropped.
+pub async fn buffered<'a>(
     request: Request,
     max_bytes: usize,
     timeout: Duration,
-) -> Result<Request, Response> {
+    budget: Option<&'a Semaphore>,
+) -> Result<(Request, Option<SemaphorePermit<'a>>), Response> {
     if let Some(length) = declared_length(&request).filter(|&n| n > max_bytes) {
         return Err(too_large(Some(length), max_bytes));
     }
-    let (parts, body) = request.into_parts();
-    let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body, max_bytes)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(error)) => {
-            let over = error
-                .into_inner()
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some();
-            return Err(if over {
-                too_large(None, max_bytes)
-            } else {
-                refuse(StatusCode::BAD_REQUEST, "the body could not be read")
-            });
+    let (parts, mut body) = request.into_parts();
+    let mut bytes = Vec::new();
+    let mut held: Option<SemaphorePermit<'a>> = None;
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|_| refuse(StatusCode::BAD_REQUEST, "the body could not be read"))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if bytes.len() + data.len() > max_bytes {
+                return Err(too_large(None, max_bytes));
+            }
+            if let Some(budget) = budget {
+                let permits = u32::try_from(data.len()).unwrap_or(u32::MAX);
+                let permit = budget.try_acquire_many(permits).map_err(|_| {
+                    busy("the server holds its limit of body bytes; retry shortly".to_string())
+                })?;
+                match held.as_mut() {
+                    Some(held) => held.merge(permit),
+                    None => held = Some(permit),
+                }
+            }
+            bytes.extend_from_slice(&data);
         }
-        Err(_) => {
-            return Err(refuse(
-                StatusCode::REQUEST_TIMEOUT,
-                format!(
-                    "the body did not arrive within the server's {} ms",
-                    timeout.as_millis()
-                ),
-            ));
-        }
+        Ok(())
     };
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(())) => Ok((Request::from_parts(parts, Body::from(bytes)), held)),
+        Ok(Err(refusal)) => Err(refusal),
+        Err(_) => Err(refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within the server's {} ms",
+                timeout.as_millis()
+            ),
+        )),
+    }
 }
 
 fn too_large(declared: Option<usize>, max_bytes: usize) -> Response {

@@ -132,7 +132,7 @@ fn bearer_matches(token: &str, headers: &HeaderMap) -> bool {
 }
 
 /// A 503 with `Retry-After`: a budget is spent for now, not for good.
-fn busy(reason: String) -> Response {
+pub fn busy(reason: String) -> Response {
     let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, reason);
     response
         .headers_mut()
@@ -150,23 +150,18 @@ async fn admit(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     next.run(request).await
 }
 
-/// Reads the body within the size and time limits, holding its share of
-/// the body-byte budget (what it declares, else the largest body) until
-/// the answer is made.
+/// Reads the body within the size and time limits, holding the bytes it
+/// received against the in-flight budget until the answer is made.
 async fn read_body(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let limit = app.limits.max_body_bytes;
-    let reserved = body::declared_length(&request).unwrap_or(limit).min(limit);
-    let Ok(_bytes) = app
-        .body_bytes_in_flight
-        .try_acquire_many(u32::try_from(reserved).unwrap_or(u32::MAX))
-    else {
-        return busy(format!(
-            "{} body bytes in flight, the server's limit; retry shortly",
-            app.limits.max_body_bytes_in_flight
-        ));
-    };
-    match body::buffered(request, limit, app.limits.body_timeout).await {
-        Ok(request) => next.run(request).await,
+    let limits = &app.limits;
+    let read = body::buffered(
+        request,
+        limits.max_body_bytes,
+        limits.body_timeout,
+        Some(&app.body_bytes_in_flight),
+    );
+    match read.await {
+        Ok((request, _bytes)) => next.run(request).await,
         Err(refusal) => refusal,
     }
 }

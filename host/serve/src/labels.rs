@@ -251,8 +251,8 @@ async fn require_token(
 }
 
 async fn read_edit(request: Request, next: Next) -> Response {
-    match crate::body::buffered(request, MAX_EDIT_BYTES, EDIT_TIMEOUT).await {
-        Ok(request) => next.run(request).await,
+    match crate::body::buffered(request, MAX_EDIT_BYTES, EDIT_TIMEOUT, None).await {
+        Ok((request, _)) => next.run(request).await,
         Err(refusal) => refusal,
     }
 }
