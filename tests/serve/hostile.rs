@@ -345,3 +345,45 @@ fn dripping_bodies_hold_only_what_they_sent_and_time_out() {
     assert_eq!(status, 200, "{answer}");
     server.stop().unwrap();
 }
+
+#[test]
+fn budgets_no_request_could_fit_are_refused_at_start() {
+    let dir = scratch_dir("serve-impossible-budgets");
+    for (limits, named) in [
+        (
+            RequestLimits {
+                max_samples_per_request: 100,
+                max_samples_in_flight: 99,
+                ..RequestLimits::default()
+            },
+            "max_samples_in_flight",
+        ),
+        (
+            RequestLimits {
+                max_body_bytes_in_flight: 1024,
+                ..RequestLimits::default()
+            },
+            "max_body_bytes_in_flight",
+        ),
+        (
+            RequestLimits {
+                connections: ConnectionLimits {
+                    header_timeout: Duration::ZERO,
+                    ..ConnectionLimits::default()
+                },
+                ..RequestLimits::default()
+            },
+            "header_timeout_ms",
+        ),
+    ] {
+        let options = ServeOptions {
+            limits,
+            ..options("math-answer", &dir)
+        };
+        let runtime = verifine_runtime::Runtime::new(Limits::default()).unwrap();
+        let refused = verifine_serve::Server::bind(options, runtime)
+            .err()
+            .expect("refused");
+        assert!(refused.to_string().contains(named), "{refused}");
+    }
+}

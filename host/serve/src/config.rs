@@ -181,3 +181,57 @@ pub struct ServeFile {
     #[serde(default)]
     pub hot_swap: SwapTable,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hostile_client_limits_are_read_with_documented_defaults() {
+        let file: ServeFile = toml::from_str(
+            r#"
+[serve]
+max_samples_per_request = 100
+max_samples_in_flight = 400
+max_body_bytes_in_flight = 1048576
+max_queued_jobs = 8
+body_timeout_ms = 2000
+header_timeout_ms = 1000
+max_connections = 64
+shutdown_grace_ms = 250
+allowed_hosts = ["trainer.internal", "proxy:443"]
+"#,
+        )
+        .unwrap();
+        let limits = file.serve.limits();
+        assert_eq!(limits.max_samples_per_request, 100);
+        assert_eq!(limits.max_samples_in_flight, 400);
+        assert_eq!(limits.max_body_bytes_in_flight, 1 << 20);
+        assert_eq!(limits.max_queued_jobs, 8);
+        assert_eq!(limits.body_timeout, Duration::from_secs(2));
+        assert_eq!(limits.connections.header_timeout, Duration::from_secs(1));
+        assert_eq!(limits.connections.max_connections, 64);
+        assert_eq!(
+            limits.connections.shutdown_grace,
+            Duration::from_millis(250)
+        );
+        assert_eq!(limits.allowed_hosts, ["trainer.internal", "proxy:443"]);
+        // Unset keys keep the defaults the module documents.
+        let defaults = ServeFile::default().serve.limits();
+        assert_eq!(defaults.max_samples_per_request, 16_384);
+        assert_eq!(defaults.max_samples_in_flight, 65_536);
+        assert_eq!(defaults.max_body_bytes_in_flight, 256 << 20);
+        assert_eq!(defaults.max_queued_jobs, 1024);
+        assert_eq!(defaults.body_timeout, Duration::from_secs(30));
+        assert_eq!(defaults.connections.header_timeout, Duration::from_secs(10));
+        assert_eq!(defaults.connections.max_connections, 1024);
+        assert_eq!(defaults.connections.shutdown_grace, Duration::from_secs(5));
+        assert!(defaults.allowed_hosts.is_empty());
+        let typo = toml::from_str::<ServeFile>("[serve]\nmax_sample_per_request = 1\n");
+        assert!(
+            typo.unwrap_err()
+                .to_string()
+                .contains("max_sample_per_request")
+        );
+    }
+}
