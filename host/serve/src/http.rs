@@ -235,7 +235,7 @@ fn answer(generation: &Generation, body: Value) -> Response {
 }
 
 fn with_revisions(mut response: Response, generation: &Generation) -> Response {
-    if let Ok(value) = HeaderValue::from_str(&generation.header()) {
+    if let Ok(value) = HeaderValue::from_str(generation.header()) {
         response.headers_mut().insert(REVISIONS_HEADER, value);
     }
     response
