@@ -19,6 +19,8 @@ use verifine_tests::{hostile, scratch_dir};
 mod guarded;
 #[path = "serve/hostile.rs"]
 mod hostile_clients;
+#[path = "serve/startup.rs"]
+mod startup;
 #[path = "serve/swaps.rs"]
 mod swaps;
 
@@ -391,75 +393,4 @@ fn malformed_bodies_get_400_with_a_reason() {
             .contains("POST /get_reward")
     );
     server.stop().unwrap();
-}
-
-#[test]
-fn the_command_reads_score_tables_and_the_server_tables_from_one_file() {
-    use verifine::commands::serve::{ServeArgs, bind};
-    let dir = scratch_dir("serve-config");
-    let config = dir.join("serve.toml");
-    std::fs::write(
-        &config,
-        r#"
-[rubric]
-plugin = "math-answer"
-config = { format_weight = 0.5, correct_weight = 0.5 }
-
-[serve]
-on_failure = "error"
-workers = 1
-max_in_flight = 4
-
-[hot_swap]
-keep_revisions = 2
-"#,
-    )
-    .unwrap();
-    let args = ServeArgs {
-        rubric: None,
-        aggregator: None,
-        config: Some(config.clone()),
-        host: "127.0.0.1".parse().unwrap(),
-        port: 0,
-        token: None,
-        dir: dir.join("serve"),
-        judges: None,
-        allow_native: false,
-    };
-    let server = bind(&args).unwrap().spawn();
-    let (status, body, _) = post(
-        &server,
-        "/get_reward",
-        &json!({"query": ["A: 41"], "labels": ["42"]}),
-    );
-    assert_eq!(status, 200);
-    assert_eq!(
-        body["rewards"],
-        json!([0.5]),
-        "the rubric's own table applies"
-    );
-    let (status, _, _) = post(&server, "/get_reward", &json!({"query": ["A: 41"]}));
-    assert_eq!(status, 422, "[serve] on_failure = \"error\" applies");
-    server.stop().unwrap();
-    assert!(
-        dir.join("serve").join("config.toml").exists(),
-        "promote's marker"
-    );
-
-    std::fs::write(&config, "[serve]\nworkerz = 2\n").unwrap();
-    let error = format!("{:#}", bind(&args).err().unwrap());
-    assert!(
-        error.contains("serve.toml") && error.contains("workerz"),
-        "{error}"
-    );
-    let error = format!(
-        "{:#}",
-        bind(&ServeArgs {
-            config: None,
-            ..args.clone()
-        })
-        .err()
-        .unwrap()
-    );
-    assert!(error.contains("no rubric"), "{error}");
 }
