@@ -59,6 +59,23 @@ class Process:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def printed_url(self) -> str:
+        """The address the command printed (the label page's carries its token)."""
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            for word in self.log.read_text().split():
+                if word.startswith(self.url):
+                    return word
+            time.sleep(0.05)
+        pytest.fail(f"no address printed: {self.log.read_text()}")
+
+    def token(self) -> str:
+        return self.printed_url().split("?token=", 1)[1]
+
+    def cookie(self) -> str:
+        """The cookie the label page sets when its printed address is opened."""
+        return f"verifine-labels-{self.port}={self.token()}"
+
     def stop(self):
         self.proc.terminate()
         try:

@@ -56,8 +56,9 @@ def read_queue(run_dir):
     return [json.loads(l) for l in (run_dir / "judge" / "to-label.jsonl").read_text().splitlines()]
 
 
-def put(url, body):
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="PUT", headers={"content-type": "application/json"})
+def put(page, path, body):
+    headers = {"content-type": "application/json", "cookie": page.cookie()}
+    request = urllib.request.Request(f"{page.url}{path}", data=json.dumps(body).encode(), method="PUT", headers=headers)
     try:
         with urllib.request.urlopen(request) as response:
             return response.status, json.loads(response.read())
@@ -73,7 +74,7 @@ def test_a_person_labels_cases_in_the_browser(run_dir, labels_page):
     page = labels_page(run_dir)
     driver = browser()
     try:
-        driver.get(page.url + "/")
+        driver.get(page.printed_url())
         # A save replaces its case's card: an element found just before may go stale.
         wait = WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,))
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "section.case"))
@@ -121,25 +122,25 @@ def test_a_person_labels_cases_in_the_browser(run_dir, labels_page):
     assert summary["labelled"] == 2 and summary["clarified"] == 1
 
     # After the import, the person may revise their label on the page.
-    status, saved = put(f"{page.url}/api/cases/r1-a-0-0", {"version": 1, "label": {"action": "revise", "dimensions": {"correctness": 1.0, "clarity": 0.7}, "note": "second look"}})
+    status, saved = put(page, "/api/cases/r1-a-0-0", {"version": 1, "label": {"action": "revise", "dimensions": {"correctness": 1.0, "clarity": 0.7}, "note": "second look"}})
     assert status == 200, saved
     assert saved["version"] == 2
 
 
 def test_stale_and_invalid_saves_are_refused_and_lose_nothing(run_dir, labels_page):
     page = labels_page(run_dir)
-    url = f"{page.url}/api/cases/r1-a-0-0"
-    status, first = put(url, {"version": 0, "label": {"action": "confirm"}})
+    url = "/api/cases/r1-a-0-0"
+    status, first = put(page, url, {"version": 0, "label": {"action": "confirm"}})
     assert status == 200 and first["version"] == 1
     # A second person who loaded version 0 saves later: refused, with what is saved.
-    status, conflict = put(url, {"version": 0, "label": {"action": "change", "dimension": "clarity", "score": 0.0}})
+    status, conflict = put(page, url, {"version": 0, "label": {"action": "change", "dimension": "clarity", "score": 0.0}})
     assert status == 409
     assert conflict["current"]["item"]["label"] == {"action": "confirm"}
     assert read_queue(run_dir)[0]["label"] == {"action": "confirm"}
-    status, invalid = put(url, {"version": 1, "label": {"action": "change", "dimension": "clarity", "score": 1.5}})
+    status, invalid = put(page, url, {"version": 1, "label": {"action": "change", "dimension": "clarity", "score": 1.5}})
     assert status == 422 and "outside [0, 1]" in invalid["error"]
-    status, unknown = put(url, {"version": 1, "label": {"action": "change", "dimension": "tone", "score": 0.5}})
+    status, unknown = put(page, url, {"version": 1, "label": {"action": "change", "dimension": "tone", "score": 0.5}})
     assert status == 422 and "unknown dimension" in unknown["error"]
-    status, _ = put(f"{page.url}/api/cases/nope", {"version": 0, "label": None})
+    status, _ = put(page, "/api/cases/nope", {"version": 0, "label": None})
     assert status == 404
     assert read_queue(run_dir)[0]["label"] == {"action": "confirm"}
