@@ -19,6 +19,8 @@ use verifine_tests::{hostile, scratch_dir};
 mod guarded;
 #[path = "serve/hostile.rs"]
 mod hostile_clients;
+#[path = "serve/judged.rs"]
+mod judged;
 #[path = "serve/startup.rs"]
 mod startup;
 #[path = "serve/swaps.rs"]

@@ -20,10 +20,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use verifine_runtime::Sample;
 use verifine_runtime::scoring::ScoredSample;
+use verifine_runtime::scoring_bounds::ScoringBounds;
 
 /// The header naming the revisions that scored a response.
 pub const REVISIONS_HEADER: &str = "x-verifine-revisions";
@@ -92,9 +94,16 @@ async fn count(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     response
 }
 
+tokio::task_local! {
+    /// When the request being handled must be answered (set by the
+    /// deadline layer, read where scoring starts).
+    static REQUEST_DEADLINE: Instant;
+}
+
 async fn deadline(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let limit = app.limits.deadline;
-    match tokio::time::timeout(limit, next.run(request)).await {
+    let until = Instant::now() + limit;
+    match tokio::time::timeout(limit, REQUEST_DEADLINE.scope(until, next.run(request))).await {
         Ok(response) => response,
         Err(_) => refuse(
             StatusCode::GATEWAY_TIMEOUT,
@@ -190,6 +199,15 @@ fn reserve_samples(app: &App, samples: usize) -> Result<OwnedSemaphorePermit, Re
         })
 }
 
+/// Sets its flag when dropped: the request future it lives in is gone.
+struct FlagOnDrop(Arc<AtomicBool>);
+
+impl Drop for FlagOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
 /// Scores `samples` with the generation live now; a response or a refusal.
 /// Failure details go to the log; answers carry a short reason.
 async fn score_with_live(
@@ -198,7 +216,15 @@ async fn score_with_live(
     budget: OwnedSemaphorePermit,
 ) -> Result<(Arc<Generation>, Vec<Sample>, Vec<ScoredSample>), Response> {
     let generation = app.live.current();
-    let answer = match app.pool.submit(generation.clone(), samples, budget) {
+    // Dropped with this future when the client goes or the deadline
+    // layer gives up: the pool then stops, judge queries included.
+    let gone = Arc::new(AtomicBool::new(false));
+    let _flag_when_gone = FlagOnDrop(gone.clone());
+    let bounds = ScoringBounds {
+        deadline: REQUEST_DEADLINE.try_with(|until| *until).ok(),
+        abandoned: Some(gone),
+    };
+    let answer = match app.pool.submit(generation.clone(), samples, budget, bounds) {
         Ok(answer) => answer,
         Err(full @ SubmitError::QueueFull(_)) => return Err(busy(full.to_string())),
         Err(SubmitError::Stopped) => {

@@ -15,6 +15,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use verifine_runtime::scoring::{RewardPlugins, ScoredSample, Scorer};
+use verifine_runtime::scoring_bounds::{self, ScoringBounds};
 use verifine_runtime::{Provenance, Sample};
 
 /// Scorers a worker keeps, one per recent generation, so requests that
@@ -88,6 +89,9 @@ struct Job {
     generation: Arc<Generation>,
     samples: Vec<Sample>,
     reply: oneshot::Sender<Scored>,
+    /// The request's deadline and whether its client is still there: the
+    /// plugins' judge queries, inside a batch too, respect both.
+    bounds: ScoringBounds,
     /// The samples' share of the in-flight budget: released when the job
     /// ends, answered or dropped, not when its request gives up on it.
     _budget: OwnedSemaphorePermit,
@@ -156,6 +160,7 @@ impl Pool {
         generation: Arc<Generation>,
         samples: Vec<Sample>,
         budget: OwnedSemaphorePermit,
+        bounds: ScoringBounds,
     ) -> Result<oneshot::Receiver<Scored>, SubmitError> {
         let (reply, answer) = oneshot::channel();
         let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
@@ -164,6 +169,7 @@ impl Pool {
             generation,
             samples,
             reply,
+            bounds,
             _budget: budget,
         };
         match jobs.try_send(job) {
@@ -210,7 +216,7 @@ fn work(
                 Err(_) => return,
             }
         };
-        if job.reply.is_closed() {
+        if job.reply.is_closed() || job.bounds.is_over() {
             abandoned.fetch_add(1, Ordering::Relaxed);
             continue;
         }
@@ -225,10 +231,13 @@ fn work(
         };
         let mut scored = Vec::with_capacity(job.samples.len());
         for batch in job.samples.chunks(batch_size) {
-            if job.reply.is_closed() {
+            if job.reply.is_closed() || job.bounds.is_over() {
                 break;
             }
-            scored.extend(scorer.score_batch(0, 0, batch));
+            let bounds = job.bounds.clone();
+            scored.extend(scoring_bounds::within(bounds, || {
+                scorer.score_batch(0, 0, batch)
+            }));
         }
         if scored.len() < job.samples.len() {
             abandoned.fetch_add(1, Ordering::Relaxed);
