@@ -16,7 +16,9 @@
 # 5. the GRPO-step bench, candle (bench/gpu/out/grpo-bench-cuda) against
 #    PyTorch (bench/gpu/grpo_step_torch_cuda.py) on the same GPU, f32, models
 #    gpu (hidden 1024, 8 layers), default and wide; ratios in bench-summary.txt;
-# 6. the smoke again with compute_dtype = "bf16".
+# 6. the GRPO-step bench on SmolLM2-135M's shapes (random weights) at bf16,
+#    candle's compute_dtype against PyTorch autocast, same GPU;
+# 7. the smoke again with compute_dtype = "bf16".
 #
 # Everything is written under $OUT (default bench/gpu/device-out): log.txt,
 # parts.tsv (part, status, seconds), nvidia-smi.txt, env.txt, ldd-*.txt,
@@ -193,14 +195,15 @@ smoke() {  # smoke DTYPE
     return $rc
 }
 
-bench_pair() {  # bench_pair MODEL: candle, then PyTorch, one JSON line each
-    local model="$1" device=cuda iters=5 extra=()
-    if [ "$dry" = 1 ]; then device=cpu; iters=1; extra=(--warmup 0); fi
-    "$bench" --device "$device" --model "$model" --iters "$iters" "${extra[@]}" \
+bench_pair() {  # bench_pair MODEL [DTYPE [LAYERS]]: candle, then PyTorch, one JSON line each
+    local model="$1" dtype="${2:-f32}" device=cuda iters=5 extra=()
+    [ -n "${3:-}" ] && extra+=(--layers "$3")
+    if [ "$dry" = 1 ]; then device=cpu; iters=1; extra+=(--warmup 0 --batch 4); fi
+    "$bench" --device "$device" --model "$model" --dtype "$dtype" --iters "$iters" "${extra[@]}" \
         | tee -a "$OUT/bench.jsonl" || return 1
     if [ -z "$python" ]; then echo "no python with torch: no PyTorch line"; return 1; fi
     LD_LIBRARY_PATH="$torch_ld" "$python" "$gpu/grpo_step_torch_cuda.py" --device "$device" --model "$model" \
-        --iters "$iters" "${extra[@]}" --threads "$(nproc)" | tee -a "$OUT/bench.jsonl"
+        --dtype "$dtype" --iters "$iters" "${extra[@]}" --threads "$(nproc)" | tee -a "$OUT/bench.jsonl"
 }
 
 export OUT gpu verifine bench python dry torch_ld
@@ -208,11 +211,15 @@ export -f smoke bench_pair
 if [ "$dry" = 1 ]; then
     printf 'smoke-f32\tskipped(dry run)\t0\n' >>"$OUT/parts.tsv"
     run_part bench-default 120 bench_pair default
+    run_part bench-smollm2-bf16 120 bench_pair smollm2 bf16 2
 else
     run_part smoke-f32 150 smoke f32
     run_part bench-gpu 150 bench_pair gpu
     run_part bench-default 90 bench_pair default
     run_part bench-wide 90 bench_pair wide
+    # SmolLM2-135M's shapes (random weights: no model file travels), the
+    # CPU comparison's model at bf16 on the GPU, both sides mixed precision.
+    run_part bench-smollm2-bf16 150 bench_pair smollm2 bf16
     run_part smoke-bf16 120 smoke bf16
 fi
 
@@ -226,7 +233,7 @@ try:
         line = line.strip()
         if line.startswith("{"):
             r = json.loads(line)
-            rows[(r["model"], r["impl"])] = r
+            rows[(f'{r["model"]} {r.get("dtype", "f32")}', r["impl"])] = r
 except FileNotFoundError:
     pass
 for model in sorted({m for m, _ in rows}):

@@ -5,7 +5,8 @@
 //! `bench/gpu/device.sh` (GPU) can put the two side by side.
 //!
 //! `cargo bench -p verifine-train --bench grpo_step -- [--device cpu|cuda]
-//!  [--model default|wide|gpu] [--iters N] [--warmup N] [--batch N]
+//!  [--model default|wide|gpu|smollm2] [--layers N] [--dtype f32|bf16]
+//!  [--iters N] [--warmup N] [--batch N]
 //!  [--from MODEL [--lora R]] [--prompt N] [--completion N]`
 //!
 //! `--from` times a pretrained model (checkpoint directory or GGUF), fully
@@ -21,7 +22,7 @@ use candle_nn::VarMap;
 use std::time::Instant;
 use verifine_base::SplitMix64;
 use verifine_train::grpo::{GrpoConfig, LossInputs, loss};
-use verifine_train::model::{Decoder, ModelConfig, sorted_vars};
+use verifine_train::model::{ComputeDType, Decoder, ModelConfig, sorted_vars};
 use verifine_train::optim::{AdamW, OptimConfig};
 use verifine_train::rollout::{GenerateOptions, Sampling, generate};
 use verifine_train::sequences::{Sequence, batch, log_probs};
@@ -31,19 +32,21 @@ const PROMPT: usize = 40;
 const COMPLETION: usize = 48;
 
 /// `default` is the shipped run's model, `wide` a CPU-sized bigger one, `gpu`
-/// one big enough to keep an H200 busy (about 90M parameters; the same in
-/// bench/gpu/grpo_step_torch_cuda.py).
-fn model_config(preset: &str) -> ModelConfig {
-    let (hidden, layers, heads, kv, mlp) = match preset {
-        "default" => (64, 2, 4, 2, 128),
-        "wide" => (256, 4, 8, 2, 704),
-        "gpu" => (1024, 8, 16, 4, 2816),
-        other => panic!("unknown model preset {other} (default | wide | gpu)"),
+/// one big enough to keep an H200 busy (about 90M parameters), `smollm2`
+/// SmolLM2-135M's shapes with random weights (the same presets in
+/// bench/gpu/grpo_step_torch_cuda.py). `layers` overrides the preset's.
+fn model_config(preset: &str, layers: Option<usize>) -> ModelConfig {
+    let (vocab, hidden, preset_layers, heads, kv, mlp) = match preset {
+        "default" => (400, 64, 2, 4, 2, 128),
+        "wide" => (400, 256, 4, 8, 2, 704),
+        "gpu" => (400, 1024, 8, 16, 4, 2816),
+        "smollm2" => (49_152, 576, 30, 9, 3, 1536),
+        other => panic!("unknown model preset {other} (default | wide | gpu | smollm2)"),
     };
     ModelConfig {
-        vocab_size: 400,
+        vocab_size: vocab,
         hidden_size: hidden,
-        num_layers: layers,
+        num_layers: layers.unwrap_or(preset_layers),
         num_heads: heads,
         num_kv_heads: kv,
         intermediate_size: mlp,
@@ -91,14 +94,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "cuda" => Device::new_cuda(0)?,
         other => panic!("unknown device {other} (cpu | cuda)"),
     };
+    let layers = value("--layers").map(|_| number("--layers", 0));
+    let dtype = match value("--dtype").as_deref() {
+        None | Some("f32") => ComputeDType::F32,
+        Some("bf16") => ComputeDType::Bf16,
+        Some(other) => panic!("unknown dtype {other} (f32 | bf16)"),
+    };
     let prompt_len = number("--prompt", PROMPT);
     let completion_len = number("--completion", COMPLETION);
     let varmap = VarMap::new();
     let (model, preset) = match value("--from") {
         None => {
-            let model = Decoder::new(model_config(&preset), &varmap, &device)?;
+            let model = Decoder::new(model_config(&preset, layers), &varmap, &device)?;
             model.reseed(&varmap, 0)?;
-            (model, preset)
+            let name = match layers {
+                Some(n) => format!("{preset} ({n} layers)"),
+                None => preset,
+            };
+            (model, name)
         }
         Some(from) => {
             let pretrained =
@@ -171,7 +184,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut last_loss = f32::NAN;
     for i in 0..iters + warmup {
         let started = Instant::now();
-        let completions = generate(&model, &prompts, options, &mut rng, &device)?;
+        // As the trainer does: each pass works on a copy in the compute
+        // precision, whose gradients reach the f32 variables through the cast.
+        let compute = model.cast(dtype)?;
+        let completions = generate(&compute, &prompts, options, &mut rng, &device)?;
         device.synchronize()?;
         let rollout = started.elapsed().as_secs_f64();
         assert!(completions.iter().all(|c| c.ids.len() == completion_len));
@@ -183,7 +199,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|(p, c)| Sequence::prompt_response(p, &c.ids))
             .collect();
         let b = batch(&sequences, 0, &device)?;
-        let current = log_probs(&model, &b)?;
+        let current = log_probs(&compute, &b)?;
         let old = current.detach();
         let adv = Tensor::new(advantages.as_slice(), &device)?;
         let inputs = LossInputs {
@@ -211,7 +227,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         serde_json::json!({
             "impl": "candle",
             "device": device_name,
-            "dtype": "f32",
+            "dtype": match dtype { ComputeDType::F32 => "f32", ComputeDType::Bf16 => "bf16" },
             "model": preset,
             "params": params,
             "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
