@@ -40,12 +40,17 @@ fn judge_queries_stop_with_the_request_that_asked_them() {
     };
     let started = Instant::now();
     let (status, body, _) = post(&server, "/v1/score", &json!({"rows": [row("slow")]}));
-    assert_eq!(status, 504, "{body}");
+    // Either the deadline layer answers first (504), or the row comes back
+    // at the deadline with the items it could not ask named as unjudged.
+    assert!(
+        status == 504 || (status == 200 && body.to_string().contains("not asked")),
+        "{status} {body}"
+    );
     // Asked at 0, 0.6 s; the query that would start at 1.2 s is not sent
     // (the third, in flight at the deadline, is cut off there).
     std::thread::sleep(Duration::from_millis(2500));
     let sent = judge.received.lock().unwrap().len();
-    assert!(sent <= 2, "{sent} judge queries for a request answered 504");
+    assert!(sent <= 2, "{sent} judge queries for a request past its deadline");
     assert!(started.elapsed() < Duration::from_secs(5));
     server.stop().unwrap();
 }
