@@ -10,11 +10,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 venv=${VERIFINE_PY_VENV:-$root/target/python-venv}
-rm -rf "$venv"
-python3 -m venv "$venv"
 pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
-"${pip[@]}" "maturin>=1.9.4,<2" pytest aiohttp selenium
-"${pip[@]}" torch transformers trl datasets accelerate peft gguf
+# A fresh environment each run, unless the caller made it just before
+# (`--prepare-only`, then VERIFINE_PY_VENV_READY=1: CI downloads it while
+# the Rust build runs).
+if [ "${VERIFINE_PY_VENV_READY:-0}" != 1 ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "${pip[@]}" "maturin>=1.9.4,<2" pytest aiohttp selenium
+    "${pip[@]}" torch transformers trl datasets accelerate peft gguf
+fi
+if [ "${1:-}" = --prepare-only ]; then
+    exit 0
+fi
 # The dev profile shares the workspace's compiled dependencies.
 "$venv/bin/maturin" build --quiet --profile dev -m python/Cargo.toml --out "$root/target/wheels" --interpreter "$venv/bin/python"
 "${pip[@]}" --force-reinstall --no-deps "$(ls -t "$root"/target/wheels/verifine-*.whl | head -1)"
