@@ -50,7 +50,10 @@ fn judge_queries_stop_with_the_request_that_asked_them() {
     // (the third, in flight at the deadline, is cut off there).
     std::thread::sleep(Duration::from_millis(2500));
     let sent = judge.received.lock().unwrap().len();
-    assert!(sent <= 2, "{sent} judge queries for a request past its deadline");
+    assert!(
+        sent <= 2,
+        "{sent} judge queries for a request past its deadline"
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
     server.stop().unwrap();
 }
