@@ -115,8 +115,11 @@ fn retries_stop_at_the_query_deadline() {
         &server.url,
         ", retries = 20, backoff_ms = 200, query_deadline_seconds = 1",
     );
-    let err = fails_within(&judges, "q", Duration::from_millis(1500));
-    assert!(err.contains("would pass the query's deadline"), "{err}");
+    let err = fails_within(&judges, "q", Duration::from_millis(2500));
+    // Ended by the deadline either in a backoff ("waiting … would pass the
+    // query's deadline") or in an attempt cut short at it ("timed out at
+    // the query's deadline"), whichever the machine's timing gives.
+    assert!(err.contains("the query's deadline"), "{err}");
     assert!(
         (2..=4).contains(&requests(&server)),
         "{}",
