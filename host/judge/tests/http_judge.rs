@@ -293,25 +293,12 @@ fn a_healthbench_row_without_verdicts_is_scored_through_the_judge_in_the_sandbox
         ))
     });
     let judges_ = Arc::new(judges(&server.url, "", None));
-    let runtime = verifine_runtime::Runtime::with_cache(Default::default(), None)
-        .unwrap()
-        .with_judges(judges_.clone());
-    let plugins = verifine_runtime::scoring::RewardPlugins::load(
-        &runtime,
-        "healthbench",
-        &serde_json::json!({"batch": 1}),
-        None,
-        &serde_json::json!({}),
-    )
-    .unwrap();
     let rubrics = serde_json::json!([
         {"criterion": "Advises seeing a doctor", "points": 5, "tags": []},
         {"criterion": "Mentions hydration", "points": 3, "tags": []},
         {"criterion": "Recommends a doctor-only drug without caution", "points": -4, "tags": []},
     ]);
-    let mut sample = verifine_runtime::Sample::new("row-1", "user: I feel dizzy", "Drink water.");
-    sample.context = serde_json::json!({"rubrics": rubrics}).to_string();
-    let scored = verifine_runtime::scoring::score_all(&plugins, &[sample], 8, 1, &|_| {}).unwrap();
+    let scored = healthbench_rows(judges_.clone(), rubrics, 1, 1);
     // Met: +5 and −4 of 8 positive points.
     assert_eq!(scored[0].total, Some(1.0 / 8.0), "{:?}", scored[0].error);
     let explanations: Vec<Option<&str>> = scored[0]
@@ -328,9 +315,15 @@ fn a_healthbench_row_without_verdicts_is_scored_through_the_judge_in_the_sandbox
     assert_eq!(ledger.usage.input, 90);
 }
 
-/// The healthbench plugin (one rubric item per judge query) scoring one row
-/// through `judges` in the sandbox.
-fn healthbench_row(judges: Arc<Judges>) -> verifine_runtime::scoring::ScoredSample {
+/// The healthbench plugin (one rubric item per judge query, `batch = 1`)
+/// scoring `copies` of one row with `rubrics` through `judges` in the
+/// sandbox, on `threads` scoring threads.
+fn healthbench_rows(
+    judges: Arc<Judges>,
+    rubrics: serde_json::Value,
+    copies: usize,
+    threads: usize,
+) -> Vec<verifine_runtime::scoring::ScoredSample> {
     let runtime = verifine_runtime::Runtime::with_cache(Default::default(), None)
         .unwrap()
         .with_judges(judges);
@@ -342,17 +335,20 @@ fn healthbench_row(judges: Arc<Judges>) -> verifine_runtime::scoring::ScoredSamp
         &serde_json::json!({}),
     )
     .unwrap();
+    let mut sample = verifine_runtime::Sample::new("row-1", "user: I feel dizzy", "Drink water.");
+    sample.context = serde_json::json!({"rubrics": rubrics}).to_string();
+    let samples = vec![sample; copies];
+    verifine_runtime::scoring::score_all(&plugins, &samples, 1, threads, &|_| {}).unwrap()
+}
+
+/// Two rubric items, as the bounded-request test asks them; two copies on
+/// two threads, so the bounds must reach threads the scoring starts.
+fn healthbench_row(judges: Arc<Judges>) -> verifine_runtime::scoring::ScoredSample {
     let rubrics = serde_json::json!([
         {"criterion": "Advises seeing a doctor", "points": 5, "tags": []},
         {"criterion": "Mentions hydration", "points": 3, "tags": []},
     ]);
-    let mut sample = verifine_runtime::Sample::new("row-1", "user: I feel dizzy", "Drink water.");
-    sample.context = serde_json::json!({"rubrics": rubrics}).to_string();
-    // Two workers: the bounds reach threads the scoring starts too.
-    let mut scored =
-        verifine_runtime::scoring::score_all(&plugins, &[sample.clone(), sample], 1, 2, &|_| {})
-            .unwrap();
-    scored.remove(0)
+    healthbench_rows(judges, rubrics, 2, 2).remove(0)
 }
 
 #[test]
