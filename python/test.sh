@@ -10,7 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 venv=${VERIFINE_PY_VENV:-$root/target/python-venv}
-pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
+# No pip cache: the wheels (torch's CUDA libraries are gigabytes) would sit on
+# the disk beside the installed copies for the whole CI run.
+pip=("$venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir)
 # A fresh environment each run, unless the caller made it just before
 # (`--prepare-only`, then VERIFINE_PY_VENV_READY=1: CI downloads it while
 # the Rust build runs).
@@ -24,7 +26,18 @@ if [ "${1:-}" = --prepare-only ]; then
     exit 0
 fi
 # The dev profile shares the workspace's compiled dependencies.
-"$venv/bin/maturin" build --quiet --profile dev -m python/Cargo.toml --out "$root/target/wheels" --interpreter "$venv/bin/python"
+# On failure the compiler's errors are said again last, where a log that
+# keeps only its head and tail shows them, with the disk's free space.
+build_log=$(mktemp)
+if ! "$venv/bin/maturin" build --quiet --profile dev -m python/Cargo.toml \
+    --out "$root/target/wheels" --interpreter "$venv/bin/python" >"$build_log" 2>&1; then
+    cat "$build_log"
+    echo "maturin failed; the errors it printed:"
+    grep -E '^(error|warning: unused)|No space|signal|Killed' "$build_log" | head -20 || true
+    df -h "$root/target"
+    exit 1
+fi
+rm -f "$build_log"
 "${pip[@]}" --force-reinstall --no-deps "$(ls -t "$root"/target/wheels/verifine-*.whl | head -1)"
 cargo build --quiet -p verifine
 cd python/tests
