@@ -382,3 +382,42 @@ fn a_batch_decodes_together_as_each_would_alone() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn prompts_sharing_a_prefix_run_together_as_each_would_alone() {
+    use verifine_judge::local::model::KvCache;
+    let dir = scratch("shared-prefix");
+    let local = backend(&tiny_model(&dir), 0);
+    let model = local.model();
+    let prefix: Vec<u32> = (0..40).map(|i| 3 + (i * 7) % 90).collect();
+    let suffixes: [&[u32]; 3] = [&[5, 6, 7], &[9], &[11, 12, 13, 14, 15, 16]];
+    let mut shared = KvCache::default();
+    model.forward(&prefix, &mut shared, 1).unwrap();
+    let together = model.forward_suffixes(&shared, &suffixes).unwrap();
+    for (suffix, (next, mut cache)) in suffixes.iter().zip(together) {
+        let mut alone = KvCache::default();
+        let prompt = [&prefix[..], suffix].concat();
+        let expected = model.forward(&prompt, &mut alone, 1).unwrap().remove(0);
+        let worst = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max)
+        };
+        assert!(
+            worst(&next, &expected) < 1e-4,
+            "{}",
+            worst(&next, &expected)
+        );
+        // The cache it returns goes on as the prompt's own would.
+        assert_eq!(cache.len(), prompt.len());
+        let after = model.forward(&[42], &mut cache, 1).unwrap().remove(0);
+        let expected = model.forward(&[42], &mut alone, 1).unwrap().remove(0);
+        assert!(worst(&after, &expected) < 1e-4);
+    }
+    // An empty suffix or one past the context is refused, not run.
+    assert!(model.forward_suffixes(&shared, &[&[5], &[]]).is_err());
+    let long = vec![5u32; model.context_length];
+    assert!(model.forward_suffixes(&shared, &[&long]).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,12 +1,12 @@
-//! Answering a batch on the local backend. Each prompt is encoded on its
-//! own, starting from the longest kept prefix (prompts differ in length and
-//! in what they share, so their prefill is not batched); a query with
-//! choices is then scored and done. Free-text answers decode together: at
+//! Answering a batch on the local backend. Prompts run from the longest
+//! prefix the prompt cache holds; consecutive prompts that share a prefix
+//! run together after it; a query with choices is then scored and done. Free-text answers decode together: at
 //! every step each unfinished answer picks its token and all of them run
 //! through the model as one batch ([`JudgeDecoder::forward_batch`](super::model::JudgeDecoder::forward_batch)), so the
 //! weight products are paid once per step, not once per answer.
 
 use super::model::KvCache;
+use super::shared_prefix::{PromptGroup, group_by_prefix};
 use super::{LocalBackend, argmax, sample, schema, top_k};
 use crate::http::Exchange;
 use std::time::Instant;
@@ -37,7 +37,7 @@ enum Started<'a> {
 }
 
 pub(super) fn answer_all(backend: &LocalBackend, requests: &[&ModelRequest]) -> Vec<Exchange> {
-    let mut states: Vec<Started> = requests.iter().map(|r| start(backend, r)).collect();
+    let mut states: Vec<Started> = start_all(backend, requests);
     loop {
         let mut active: Vec<&mut Decoding> = states
             .iter_mut()
@@ -88,45 +88,111 @@ pub(super) fn answer_all(backend: &LocalBackend, requests: &[&ModelRequest]) -> 
         .collect()
 }
 
-/// Encodes the prompt; a query with choices is answered at once.
-fn start<'a>(backend: &LocalBackend, request: &'a ModelRequest) -> Started<'a> {
-    let started = Instant::now();
-    let prepared = (|| {
-        let prompt = backend.vocabulary.encode(&backend.render(request));
-        if prompt.is_empty() {
-            return Err("the prompt encodes to no tokens".to_string());
+/// Encodes every prompt and runs it through the model, prompts that share
+/// a prefix together ([`shared_prefix`](super::shared_prefix)); a query
+/// with choices or a schema is then answered at once.
+fn start_all<'a>(backend: &LocalBackend, requests: &[&'a ModelRequest]) -> Vec<Started<'a>> {
+    let prompts: Vec<Result<Vec<u32>, String>> = requests
+        .iter()
+        .map(|request| {
+            let prompt = backend.vocabulary.encode(&backend.render(request));
+            match prompt.is_empty() {
+                true => Err("the prompt encodes to no tokens".to_string()),
+                false => Ok(prompt),
+            }
+        })
+        .collect();
+    let encoded: Vec<Option<&[u32]>> = prompts.iter().map(|p| p.as_deref().ok()).collect();
+    let reusable: Vec<usize> = encoded
+        .iter()
+        .map(|p| p.map_or(0, |p| backend.reusable(p)))
+        .collect();
+    let mut states: Vec<Option<Started>> = prompts
+        .iter()
+        .map(|p| p.as_ref().err().map(|e| Started::Done(Err(e.clone()), 0.0)))
+        .collect();
+    // Without a prompt cache no prefix is reused, in a batch either.
+    let groups = match backend.keep_prompts {
+        0 => (0..encoded.len())
+            .filter(|&i| encoded[i].is_some())
+            .map(PromptGroup::alone)
+            .collect(),
+        _ => group_by_prefix(&encoded, &reusable),
+    };
+    for group in groups {
+        let started = Instant::now();
+        let members: Vec<&[u32]> = group.members.iter().filter_map(|&m| encoded[m]).collect();
+        if members.is_empty() {
+            continue;
         }
-        let (mut cache, reused) = backend.start_from_cache(&prompt)?;
-        let next = backend
-            .model
-            .forward(&prompt[reused..], &mut cache, 1)?
-            .remove(0);
-        backend.remember(&prompt, &cache);
-        let usage = TokenUsage {
-            input: prompt.len() as u64,
-            cached_input: reused as u64,
-            output: 0,
+        let prefilled: Vec<Result<Prefilled, String>> = match members.as_slice() {
+            [prompt] => vec![prefill_one(backend, prompt)],
+            _ => match backend.prefill_group(&members, group.shared) {
+                Ok(all) => all.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error); members.len()],
+            },
         };
-        Ok((prompt, cache, next, usage))
-    })();
-    let (prompt, cache, next, mut usage) = match prepared {
+        let share = started.elapsed().as_secs_f64() / members.len() as f64;
+        for ((&m, prompt), prefilled) in group.members.iter().zip(&members).zip(prefilled) {
+            states[m] = Some(begin(backend, requests[m], prompt, prefilled, share));
+        }
+    }
+    states
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| Started::Done(Err("the prompt was not run".into()), 0.0)))
+        .collect()
+}
+
+/// A prompt's cache, its next token's log-probabilities, and how many of
+/// its tokens were not computed for it.
+type Prefilled = (KvCache, Vec<f32>, usize);
+
+/// One prompt from the longest prefix the prompt cache holds.
+fn prefill_one(backend: &LocalBackend, prompt: &[u32]) -> Result<Prefilled, String> {
+    let (mut cache, reused) = backend.start_from_cache(prompt)?;
+    let next = backend
+        .model
+        .forward(&prompt[reused..], &mut cache, 1)?
+        .remove(0);
+    Ok((cache, next, reused))
+}
+
+/// Where a prompt's request goes once its prompt has run (`seconds`: its
+/// share of the prefill): answered at once for choices and schemas, into
+/// decoding otherwise.
+fn begin<'a>(
+    backend: &LocalBackend,
+    request: &'a ModelRequest,
+    prompt: &[u32],
+    prefilled: Result<Prefilled, String>,
+    seconds: f64,
+) -> Started<'a> {
+    let started = Instant::now();
+    let elapsed = || seconds + started.elapsed().as_secs_f64();
+    let (cache, next, reused) = match prefilled {
         Ok(p) => p,
-        Err(e) => return Started::Done(Err(e), started.elapsed().as_secs_f64()),
+        Err(e) => return Started::Done(Err(e), elapsed()),
+    };
+    backend.remember(prompt, &cache);
+    let mut usage = TokenUsage {
+        input: prompt.len() as u64,
+        cached_input: reused as u64,
+        output: 0,
     };
     if let Some(schema) = &request.json_schema {
         let answer = schema::Schema::parse(schema).and_then(|schema| {
             let mut cursor = schema::Cursor::new(backend, cache, next);
             cursor.value(&schema, "")?;
             usage.output += cursor.tokens as u64;
-            Ok(backend.answer(cursor.text, Vec::new(), usage, started))
+            Ok(backend.answer(cursor.text, Vec::new(), usage, elapsed()))
         });
-        return Started::Done(answer, started.elapsed().as_secs_f64());
+        return Started::Done(answer, elapsed());
     }
     if !request.choices.is_empty() {
         let answer = backend
             .choose(request, cache, &next, &mut usage)
-            .map(|(text, logprobs)| backend.answer(text, logprobs, usage, started));
-        return Started::Done(answer, started.elapsed().as_secs_f64());
+            .map(|(text, logprobs)| backend.answer(text, logprobs, usage, elapsed()));
+        return Started::Done(answer, elapsed());
     }
     let seed = prompt.iter().fold(0x9e37_79b9, |h, &t| {
         (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3)
@@ -139,7 +205,7 @@ fn start<'a>(backend: &LocalBackend, request: &'a ModelRequest) -> Started<'a> {
         logprobs: Vec::new(),
         usage,
         rng: SplitMix64::new(seed),
-        seconds: started.elapsed().as_secs_f64(),
+        seconds: elapsed(),
         text: None,
         error: None,
     }))

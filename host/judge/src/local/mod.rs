@@ -22,6 +22,7 @@ pub mod model;
 mod projection;
 pub mod safetensors;
 pub mod schema;
+mod shared_prefix;
 mod tables;
 pub mod tiny;
 pub mod vocabulary;
@@ -35,7 +36,6 @@ use crate::http::Exchange;
 use candle_core::Device;
 use model::{JudgeDecoder, KvCache};
 use std::sync::Mutex;
-use std::time::Instant;
 use verifine_base::SplitMix64;
 use verifine_models::{ChatTemplate, Message, Role, TextTokenizer};
 use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
@@ -158,9 +158,9 @@ impl LocalBackend {
         &self.model
     }
 
-    /// Answers a batch: each prompt is encoded on its own (from the
-    /// longest kept prefix), then every free-text answer decodes together,
-    /// one token per answer per step ([`decode`]).
+    /// Answers a batch: prompts run from the longest kept prefix, those
+    /// sharing a prefix together, then every free-text answer decodes
+    /// together, one token per answer per step ([`decode`]).
     pub fn exchange_all(&self, requests: &[&ModelRequest]) -> Vec<Exchange> {
         decode::answer_all(self, requests)
     }
@@ -170,14 +170,14 @@ impl LocalBackend {
         text: String,
         logprobs: Vec<TokenLogprob>,
         usage: TokenUsage,
-        started: Instant,
+        seconds: f64,
     ) -> ModelAnswer {
         ModelAnswer {
             text,
             logprobs,
             usage,
             model: self.name.clone(),
-            seconds: started.elapsed().as_secs_f64(),
+            seconds,
             cached: false,
         }
     }

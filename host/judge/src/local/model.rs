@@ -113,8 +113,8 @@ pub struct JudgeDecoder {
 /// Keys and values of every layer for the tokens seen so far.
 #[derive(Clone, Default)]
 pub struct KvCache {
-    layers: Vec<(Tensor, Tensor)>,
-    len: usize,
+    pub(super) layers: Vec<(Tensor, Tensor)>,
+    pub(super) len: usize,
 }
 
 impl KvCache {
@@ -369,7 +369,7 @@ impl JudgeDecoder {
 
     /// The embeddings of `tokens` (`[tokens, width]`), scaled where the
     /// architecture scales them.
-    fn embed(&self, tokens: &[u32]) -> Result<Tensor> {
+    pub(super) fn embed(&self, tokens: &[u32]) -> Result<Tensor> {
         let ids = Tensor::new(tokens, &self.device).map_err(e)?;
         let x = self.embedding.index_select(&ids, 0).map_err(e)?;
         match self.embed_scale {
@@ -380,7 +380,12 @@ impl JudgeDecoder {
 
     /// The rest of a block once attention has run: the output projection
     /// (normed, in gemma3) added to the stream, then the gated MLP.
-    fn finish_block(&self, layer: &Layer, x: Tensor, attended: &Tensor) -> Result<Tensor> {
+    pub(super) fn finish_block(
+        &self,
+        layer: &Layer,
+        x: Tensor,
+        attended: &Tensor,
+    ) -> Result<Tensor> {
         let out = layer.o.forward(attended)?;
         let out = post_norm(out, &layer.post_attn_norm, self.eps)?;
         let x = (x + out).map_err(e)?;
@@ -398,7 +403,7 @@ impl JudgeDecoder {
     }
 
     /// Final norm, output matrix, log-softmax over the vocabulary.
-    fn log_probs(&self, x: &Tensor) -> Result<Tensor> {
+    pub(super) fn log_probs(&self, x: &Tensor) -> Result<Tensor> {
         let x = rms_norm(x, &self.norm, self.eps)?;
         let logits = self.output.forward(&x)?;
         candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1).map_err(e)

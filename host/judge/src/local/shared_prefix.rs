@@ -1,0 +1,314 @@
+//! Prefill of prompts that share a prefix. A rubric's per-criterion
+//! queries about one sample repeat the same instructions and conversation
+//! and differ only in their last few dozen tokens. The shared prefix is
+//! encoded once (or taken from the prompt cache) and the prompts' own
+//! tokens then run through the weight products together, as one sequence
+//! of all their tokens: a few dozen rows per product make poor use of the
+//! cores, several hundred make good use of them. In attention each prompt
+//! sees the prefix and its own earlier tokens only, so every answer is the
+//! one the prompt would get on its own.
+
+use super::LocalBackend;
+use super::model::{JudgeDecoder, KvCache, Result, attention_mask, e, rms_norm};
+use candle_core::Tensor;
+
+/// Prompts group only when they share at least this many tokens; below it
+/// a separate prefill costs about the same.
+const MIN_SHARED_TOKENS: usize = 16;
+
+/// At most this many prompt tokens after the prefix run in one pass (the
+/// activations of a pass grow with it).
+const MAX_GROUP_TOKENS: usize = 4096;
+
+/// Prompts (by index) to prefill together after their first `shared`
+/// tokens.
+#[derive(Debug, PartialEq)]
+pub(super) struct PromptGroup {
+    pub(super) members: Vec<usize>,
+    pub(super) shared: usize,
+}
+
+/// Groups consecutive prompts by a shared prefix. `reusable[i]` is how
+/// much of prompt `i` the prompt cache already holds: a prompt the cache
+/// serves further than the group's prefix stays on its own. `None`
+/// prompts (those that could not be encoded) are left out.
+pub(super) fn group_by_prefix(prompts: &[Option<&[u32]>], reusable: &[usize]) -> Vec<PromptGroup> {
+    let mut groups: Vec<PromptGroup> = Vec::new();
+    let mut open: Option<PromptGroup> = None;
+    for (i, prompt) in prompts.iter().enumerate() {
+        let Some(prompt) = prompt else { continue };
+        if let Some(group) = open.as_mut() {
+            let first = prompts[group.members[0]].unwrap_or_default();
+            // Every prompt keeps at least its last token to run.
+            let shared = common_prefix(first, prompt)
+                .min(prompt.len() - 1)
+                .min(group.shared);
+            let tokens: usize = group
+                .members
+                .iter()
+                .chain([&i])
+                .map(|&m| prompts[m].map_or(0, <[u32]>::len) - shared)
+                .sum();
+            let cache_serves_better = group
+                .members
+                .iter()
+                .chain([&i])
+                .any(|&m| reusable[m] > shared);
+            if shared >= MIN_SHARED_TOKENS && tokens <= MAX_GROUP_TOKENS && !cache_serves_better {
+                group.members.push(i);
+                group.shared = shared;
+                continue;
+            }
+            groups.extend(open.take());
+        }
+        open = Some(PromptGroup {
+            members: vec![i],
+            shared: prompt.len() - 1,
+        });
+    }
+    groups.extend(open);
+    groups
+}
+
+impl PromptGroup {
+    /// Prompt `i` on its own: the prompt cache alone decides how much of
+    /// it is reused, so no prefix is named.
+    pub(super) fn alone(i: usize) -> PromptGroup {
+        PromptGroup {
+            members: vec![i],
+            shared: 0,
+        }
+    }
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+impl LocalBackend {
+    /// How many tokens of `prompt` the prompt cache would give it (all but
+    /// the last at most: that one must run to give the next token).
+    pub(super) fn reusable(&self, prompt: &[u32]) -> usize {
+        let Ok(prompts) = self.prompts.lock() else {
+            return 0;
+        };
+        prompts
+            .iter()
+            .map(|p| common_prefix(&p.tokens, prompt).min(prompt.len().saturating_sub(1)))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The caches and next-token log-probabilities of `prompts`, which all
+    /// begin with the same `shared` tokens, and how many tokens of each
+    /// were not computed for it (reused from the prompt cache, or computed
+    /// once for the group and counted for its first prompt only).
+    pub(super) fn prefill_group(
+        &self,
+        prompts: &[&[u32]],
+        shared: usize,
+    ) -> Result<Vec<(KvCache, Vec<f32>, usize)>> {
+        let first = prompts.first().ok_or("an empty group")?;
+        // The prefix, from the prompt cache as far as it holds it.
+        let (mut prefix, reused) = self.start_from_cache(&first[..=shared])?;
+        if reused < shared {
+            self.model.forward(&first[reused..shared], &mut prefix, 1)?;
+            self.remember(&first[..shared], &prefix);
+        }
+        let suffixes: Vec<&[u32]> = prompts.iter().map(|p| &p[shared..]).collect();
+        let ran = self.model.forward_suffixes(&prefix, &suffixes)?;
+        Ok(ran
+            .into_iter()
+            .enumerate()
+            .map(|(i, (next, cache))| (cache, next, if i == 0 { reused } else { shared }))
+            .collect())
+    }
+}
+
+impl JudgeDecoder {
+    /// Runs each of `suffixes` after the tokens `prefix` holds, all in one
+    /// pass, as if each had been run alone after it. Returns, per suffix,
+    /// the next token's log-probabilities after its last token and its
+    /// cache (the prefix and its own tokens).
+    pub fn forward_suffixes(
+        &self,
+        prefix: &KvCache,
+        suffixes: &[&[u32]],
+    ) -> Result<Vec<(Vec<f32>, KvCache)>> {
+        let past = prefix.len;
+        if suffixes.is_empty() || suffixes.iter().any(|s| s.is_empty()) {
+            return Err("a shared-prefix pass needs suffixes of at least one token".into());
+        }
+        if let Some(long) = suffixes
+            .iter()
+            .find(|s| past + s.len() > self.context_length)
+        {
+            return Err(format!(
+                "{} tokens exceed the context length {}",
+                past + long.len(),
+                self.context_length
+            ));
+        }
+        let tokens = suffixes.concat();
+        let total = tokens.len();
+        let spans: Vec<(usize, usize)> = suffixes
+            .iter()
+            .scan(0, |start, s| {
+                let span = (*start, s.len());
+                *start += s.len();
+                Some(span)
+            })
+            .collect();
+        let positions: Vec<u32> = spans
+            .iter()
+            .flat_map(|&(_, len)| (past..past + len).map(|p| p as u32))
+            .collect();
+        let positions = Tensor::new(positions.as_slice(), &self.device).map_err(e)?;
+        let kind = |cos: &Tensor, sin: &Tensor, window: Option<usize>| -> Result<LayerKind> {
+            Ok(LayerKind {
+                cos: cos.index_select(&positions, 0).map_err(e)?,
+                sin: sin.index_select(&positions, 0).map_err(e)?,
+                masks: spans
+                    .iter()
+                    .map(|&(_, len)| attention_mask(len, past, window, &self.device))
+                    .collect::<Result<_>>()?,
+            })
+        };
+        let global = kind(&self.cos, &self.sin, None)?;
+        let local = match &self.local {
+            Some((cos, sin, window)) => Some(kind(cos, sin, Some(*window))?),
+            None => None,
+        };
+        let mut caches: Vec<Vec<(Tensor, Tensor)>> = vec![Vec::new(); suffixes.len()];
+        let mut x = self.embed(&tokens)?.unsqueeze(0).map_err(e)?;
+        for (i, layer) in self.layers.iter().enumerate() {
+            let at = match (&local, layer.sliding) {
+                (Some(local), true) => local,
+                _ => &global,
+            };
+            let h = rms_norm(&x, &layer.attn_norm, self.eps)?;
+            let (q, k, v) = self.query_key_value(layer, &h, (1, total), &at.cos, &at.sin)?;
+            let mut attended = Vec::with_capacity(spans.len());
+            for (j, &(start, len)) in spans.iter().enumerate() {
+                let own = |t: &Tensor| t.narrow(2, start, len).and_then(|t| t.contiguous());
+                let (kj, vj) = match prefix.layers.get(i) {
+                    Some((pk, pv)) => (
+                        Tensor::cat(&[pk, &own(&k).map_err(e)?], 2).map_err(e)?,
+                        Tensor::cat(&[pv, &own(&v).map_err(e)?], 2).map_err(e)?,
+                    ),
+                    None => (own(&k).map_err(e)?, own(&v).map_err(e)?),
+                };
+                attended.push(self.attend(&own(&q).map_err(e)?, &kj, &vj, &at.masks[j])?);
+                caches[j].push((kj, vj));
+            }
+            let attended = Tensor::cat(&attended, 2)
+                .and_then(|a| a.transpose(1, 2))
+                .and_then(|a| a.reshape((1, total, self.heads * self.head_dim)))
+                .map_err(e)?;
+            x = self.finish_block(layer, x, &attended)?;
+        }
+        let lasts: Vec<u32> = spans.iter().map(|&(s, len)| (s + len - 1) as u32).collect();
+        let lasts = Tensor::new(lasts.as_slice(), &self.device).map_err(e)?;
+        let last = x
+            .squeeze(0)
+            .and_then(|x| x.index_select(&lasts, 0))
+            .and_then(|x| x.unsqueeze(0))
+            .map_err(e)?;
+        let rows = self
+            .log_probs(&last)?
+            .squeeze(0)
+            .and_then(|t| t.to_vec2::<f32>())
+            .map_err(e)?;
+        Ok(rows
+            .into_iter()
+            .zip(caches)
+            .zip(&spans)
+            .map(|((row, layers), &(_, len))| {
+                (
+                    row,
+                    KvCache {
+                        layers,
+                        len: past + len,
+                    },
+                )
+            })
+            .collect())
+    }
+}
+
+/// Rotary angles of every token in the pass and each suffix's mask, for
+/// one kind of layer (global or sliding-window).
+struct LayerKind {
+    cos: Tensor,
+    sin: Tensor,
+    masks: Vec<Option<Tensor>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(prompts: &[&[u32]], reusable: &[usize]) -> Vec<(Vec<usize>, usize)> {
+        let prompts: Vec<Option<&[u32]>> = prompts.iter().copied().map(Some).collect();
+        group_by_prefix(&prompts, reusable)
+            .into_iter()
+            .map(|g| (g.members, g.shared))
+            .collect()
+    }
+
+    #[test]
+    fn consecutive_prompts_with_a_long_shared_prefix_group() {
+        let base: Vec<u32> = (0..40).collect();
+        let a = [&base[..], &[100, 101]].concat();
+        let b = [&base[..], &[200]].concat();
+        let c = [&base[..30], &[300, 301, 302]].concat();
+        let other: Vec<u32> = (500..560).collect();
+        assert_eq!(
+            group(&[&a, &b, &c, &other], &[0; 4]),
+            vec![(vec![0, 1, 2], 30), (vec![3], 59)]
+        );
+    }
+
+    #[test]
+    fn short_overlaps_and_better_cached_prompts_stay_alone() {
+        let a: Vec<u32> = (0..40).collect();
+        let b = [&a[..10], &[7; 30]].concat();
+        assert_eq!(
+            group(&[&a, &b], &[0, 0]),
+            vec![(vec![0], 39), (vec![1], 39)]
+        );
+        let c = [&a[..35], &[9; 5]].concat();
+        // The cache holds 38 tokens of `c`, more than the 35 it shares.
+        assert_eq!(
+            group(&[&a, &c], &[0, 38]),
+            vec![(vec![0], 39), (vec![1], 39)]
+        );
+        assert_eq!(group(&[&a, &c], &[0, 20]), vec![(vec![0, 1], 35)]);
+    }
+
+    #[test]
+    fn a_prompt_repeated_keeps_its_last_token_to_run() {
+        let a: Vec<u32> = (0..40).collect();
+        assert_eq!(group(&[&a, &a], &[0, 0]), vec![(vec![0, 1], 39)]);
+        let prompts = [Some(&a[..]), None, Some(&a[..])];
+        let groups = group_by_prefix(&prompts, &[0, 0, 0]);
+        assert_eq!(
+            groups,
+            vec![PromptGroup {
+                members: vec![0, 2],
+                shared: 39
+            }]
+        );
+    }
+
+    #[test]
+    fn a_group_stops_at_its_token_budget() {
+        let base: Vec<u32> = (0..20).collect();
+        let long = |i: u32| [&base[..], &vec![1000 + i; MAX_GROUP_TOKENS / 2][..]].concat();
+        let groups = group(&[&long(0), &long(1), &long(2)], &[0; 3]);
+        assert_eq!(
+            groups,
+            vec![(vec![0, 1], 20), (vec![2], 20 + MAX_GROUP_TOKENS / 2 - 1)]
+        );
+    }
+}
