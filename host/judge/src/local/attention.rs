@@ -47,6 +47,10 @@ impl JudgeDecoder {
         .map_err(e)
     }
 
+    /// Attention of queries `[rows, heads, positions, head_dim]` over keys
+    /// and values `[rows, kv_heads, seen, head_dim]`. The queries of the
+    /// heads that share a key/value head are stacked and run as one product
+    /// against it, so keys and values are never copied per query head.
     pub(super) fn attend(
         &self,
         q: &Tensor,
@@ -54,28 +58,26 @@ impl JudgeDecoder {
         v: &Tensor,
         mask: &Option<Tensor>,
     ) -> Result<Tensor> {
-        let repeat = self.heads / self.kv_heads;
-        let widen = |x: &Tensor| -> Result<Tensor> {
-            if repeat == 1 {
-                return Ok(x.clone());
-            }
-            let (b, kv, len, d) = x.dims4().map_err(e)?;
-            x.unsqueeze(2)
-                .and_then(|x| x.expand((b, kv, repeat, len, d)))
-                .and_then(|x| x.reshape((b, kv * repeat, len, d)))
-                .map_err(e)
-        };
-        let (k, v) = (widen(k)?, widen(v)?);
-        let mut scores = (q
-            .matmul(&k.t().map_err(e)?.contiguous().map_err(e)?)
-            .map_err(e)?
-            * self.attention_scale)
-            .map_err(e)?;
+        let (rows, heads, positions, head_dim) = q.dims4().map_err(e)?;
+        let seen = k.dim(2).map_err(e)?;
+        let repeat = heads / self.kv_heads;
+        // Head h reads key/value head h / repeat.
+        let stacked = (rows, self.kv_heads, repeat * positions, head_dim);
+        let q = q.contiguous().and_then(|q| q.reshape(stacked)).map_err(e)?;
+        let mut scores =
+            (q.matmul(&k.t().map_err(e)?).map_err(e)? * self.attention_scale).map_err(e)?;
         if let Some(mask) = mask {
-            scores = scores.broadcast_add(mask).map_err(e)?;
+            scores = scores
+                .reshape((rows, self.kv_heads, repeat, positions, seen))
+                .and_then(|s| s.broadcast_add(mask))
+                .and_then(|s| s.reshape((rows, self.kv_heads, repeat * positions, seen)))
+                .map_err(e)?;
         }
         let weights = candle_nn::ops::softmax_last_dim(&scores).map_err(e)?;
-        weights.matmul(&v.contiguous().map_err(e)?).map_err(e)
+        weights
+            .matmul(&v.contiguous().map_err(e)?)
+            .and_then(|a| a.reshape((rows, heads, positions, head_dim)))
+            .map_err(e)
     }
 }
 

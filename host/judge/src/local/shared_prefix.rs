@@ -16,9 +16,17 @@ use candle_core::Tensor;
 /// a separate prefill costs about the same.
 const MIN_SHARED_TOKENS: usize = 16;
 
-/// At most this many prompt tokens after the prefix run in one pass (the
-/// activations of a pass grow with it).
+/// At most this many prompt tokens after the prefix, and this many
+/// prompts, run in one pass (the activations of a pass grow with them).
 const MAX_GROUP_TOKENS: usize = 4096;
+const MAX_GROUP_PROMPTS: usize = 256;
+
+/// A prompt joins a group only if the tokens the group then computes that
+/// one prompt after another would have taken from the prompt cache stay
+/// within this share of what the group runs. One pass of ten 60-token
+/// suffixes takes about two thirds of ten passes (SmolLM2, two cores), so
+/// a quarter of recomputation still pays.
+const MAX_RECOMPUTED_SHARE: f64 = 0.25;
 
 /// Prompts (by index) to prefill together after their first `shared`
 /// tokens.
@@ -28,46 +36,75 @@ pub(super) struct PromptGroup {
     pub(super) shared: usize,
 }
 
-/// Groups consecutive prompts by a shared prefix. `reusable[i]` is how
-/// much of prompt `i` the prompt cache already holds: a prompt the cache
-/// serves further than the group's prefix stays on its own. `None`
-/// prompts (those that could not be encoded) are left out.
+/// A group being formed: per member, its length and the prefix it would
+/// reuse if the prompts ran one after another.
+struct Forming {
+    group: PromptGroup,
+    lengths: Vec<usize>,
+    reuse: Vec<usize>,
+}
+
+/// Groups consecutive prompts by a shared prefix. A prompt stays out of a
+/// group whose prefix would be much shorter than what it shares with an
+/// earlier prompt or the prompt cache holds of it (`reusable[i]`): the
+/// queries about a new sample start a new group. `None` prompts (those
+/// that could not be encoded) are left out.
 pub(super) fn group_by_prefix(prompts: &[Option<&[u32]>], reusable: &[usize]) -> Vec<PromptGroup> {
     let mut groups: Vec<PromptGroup> = Vec::new();
-    let mut open: Option<PromptGroup> = None;
+    let mut open: Option<Forming> = None;
     for (i, prompt) in prompts.iter().enumerate() {
         let Some(prompt) = prompt else { continue };
-        if let Some(group) = open.as_mut() {
-            let first = prompts[group.members[0]].unwrap_or_default();
-            // Every prompt keeps at least its last token to run.
-            let shared = common_prefix(first, prompt)
-                .min(prompt.len() - 1)
-                .min(group.shared);
-            let tokens: usize = group
-                .members
-                .iter()
-                .chain([&i])
-                .map(|&m| prompts[m].map_or(0, <[u32]>::len) - shared)
-                .sum();
-            let cache_serves_better = group
-                .members
-                .iter()
-                .chain([&i])
-                .any(|&m| reusable[m] > shared);
-            if shared >= MIN_SHARED_TOKENS && tokens <= MAX_GROUP_TOKENS && !cache_serves_better {
-                group.members.push(i);
-                group.shared = shared;
+        // Every prompt keeps at least its last token to run.
+        let last = prompt.len() - 1;
+        if let Some(forming) = open.as_mut() {
+            let member = |m: usize| prompts[forming.group.members[m]].unwrap_or_default();
+            let shared = common_prefix(member(0), prompt)
+                .min(last)
+                .min(forming.group.shared);
+            let reuse = (0..forming.group.members.len())
+                .map(|m| common_prefix(member(m), prompt))
+                .fold(reusable[i], usize::max)
+                .min(last);
+            if forming.admits(prompt.len(), reuse, shared) {
+                forming.group.members.push(i);
+                forming.group.shared = shared;
+                forming.lengths.push(prompt.len());
+                forming.reuse.push(reuse);
                 continue;
             }
-            groups.extend(open.take());
+            groups.extend(open.take().map(|f| f.group));
         }
-        open = Some(PromptGroup {
-            members: vec![i],
-            shared: prompt.len() - 1,
+        open = Some(Forming {
+            group: PromptGroup {
+                members: vec![i],
+                shared: last,
+            },
+            lengths: vec![prompt.len()],
+            reuse: vec![reusable[i].min(last)],
         });
     }
-    groups.extend(open);
+    groups.extend(open.map(|f| f.group));
     groups
+}
+
+impl Forming {
+    /// Whether a prompt of `length` tokens, which would reuse `reuse` of
+    /// them on its own, joins with the group's prefix cut to `shared`.
+    fn admits(&self, length: usize, reuse: usize, shared: usize) -> bool {
+        let lengths = self.lengths.iter().chain([&length]);
+        let run_after_prefix: usize = lengths.map(|l| l - shared).sum();
+        // The first member computes the prefix in any case.
+        let recomputed: usize = self.reuse[1..]
+            .iter()
+            .chain([&reuse])
+            .map(|r| r.saturating_sub(shared))
+            .sum();
+        let run = run_after_prefix + shared.saturating_sub(self.reuse[0]);
+        shared >= MIN_SHARED_TOKENS
+            && run_after_prefix <= MAX_GROUP_TOKENS
+            && self.lengths.len() < MAX_GROUP_PROMPTS
+            && recomputed as f64 <= MAX_RECOMPUTED_SHARE * run as f64
+    }
 }
 
 impl PromptGroup {
@@ -277,13 +314,33 @@ mod tests {
             group(&[&a, &b], &[0, 0]),
             vec![(vec![0], 39), (vec![1], 39)]
         );
-        let c = [&a[..35], &[9; 5]].concat();
-        // The cache holds 38 tokens of `c`, more than the 35 it shares.
+        let c = [&a[..20], &[9; 20]].concat();
+        // The cache holds all of `c` but its last token, far more than the
+        // 20 it shares; a few tokens more would not keep it out.
         assert_eq!(
-            group(&[&a, &c], &[0, 38]),
+            group(&[&a, &c], &[0, 39]),
             vec![(vec![0], 39), (vec![1], 39)]
         );
-        assert_eq!(group(&[&a, &c], &[0, 20]), vec![(vec![0, 1], 35)]);
+        assert_eq!(group(&[&a, &c], &[0, 22]), vec![(vec![0, 1], 20)]);
+    }
+
+    #[test]
+    fn the_queries_about_a_new_sample_start_a_new_group() {
+        let instructions: Vec<u32> = (0..30).collect();
+        let sample = |s: u32| [&instructions[..], &vec![100 + s; 80][..]].concat();
+        let query = |s: u32, q: u32| [&sample(s)[..], &[1000 + q; 20][..]].concat();
+        let prompts = [
+            query(0, 0),
+            query(0, 1),
+            query(0, 2),
+            query(1, 0),
+            query(1, 1),
+        ];
+        let prompts: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            group(&prompts, &[0; 5]),
+            vec![(vec![0, 1, 2], 110), (vec![3, 4], 110)]
+        );
     }
 
     #[test]
