@@ -301,7 +301,8 @@ impl Judge {
 }
 
 /// An answer to a query with choices, as exactly one of them: the text
-/// (or the JSON string an HTTP server was asked for), trimmed and compared
+/// (or the JSON string an HTTP server was asked for, also inside a
+/// markdown code fence, as small models write it), trimmed and compared
 /// without case. Anything else is the query's failure.
 fn pick_choice(
     mut answer: ModelAnswer,
@@ -311,7 +312,12 @@ fn pick_choice(
         return Ok(answer);
     }
     let text = answer.text.trim();
-    let unquoted = serde_json::from_str::<String>(text).unwrap_or_else(|_| text.to_string());
+    let unfenced = text
+        .strip_prefix("```")
+        .and_then(|t| t.strip_suffix("```"))
+        .map_or(text, |t| t.trim_start_matches("json").trim());
+    let unquoted =
+        serde_json::from_str::<String>(unfenced).unwrap_or_else(|_| unfenced.to_string());
     let unquoted = unquoted.trim();
     match choices.iter().find(|c| c.eq_ignore_ascii_case(unquoted)) {
         Some(choice) => {
@@ -390,6 +396,35 @@ fn choice_confidence(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_choice_is_read_bare_quoted_or_fenced_and_nothing_else() {
+        let choices = ["YES".to_string(), "NO".to_string()];
+        let answer = |text: &str| ModelAnswer {
+            text: text.into(),
+            logprobs: Vec::new(),
+            usage: verifine_runtime::judge_models::TokenUsage::default(),
+            model: "m".into(),
+            seconds: 0.0,
+            cached: false,
+        };
+        for text in [
+            "YES",
+            " yes\n",
+            "\"YES\"",
+            "```json\n  \"YES\"\n```",
+            "```\"yes\"```",
+        ] {
+            assert_eq!(
+                pick_choice(answer(text), &choices).unwrap().text,
+                "YES",
+                "{text:?}"
+            );
+        }
+        for text in ["", " \n \t", "\"YES", "```json\n\"YES", "YES NO", "```YES"] {
+            assert!(pick_choice(answer(text), &choices).is_err(), "{text:?}");
+        }
+    }
 
     fn step(token: &str, logprob: f64, top: &[(&str, f64)]) -> TokenLogprob {
         TokenLogprob {

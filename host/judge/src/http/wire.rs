@@ -4,6 +4,9 @@
 use serde_json::{Value, json};
 use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
 
+/// Tokens allowed before a constrained choice: whitespace, a code fence.
+const CHOICE_PREAMBLE_TOKENS: u32 = 24;
+
 /// The chat-completions request for one query.
 pub fn request_body(
     model: &str,
@@ -16,12 +19,16 @@ pub fn request_body(
     }
     messages.push(json!({"role": "user", "content": request.prompt}));
     // A choice comes back as a quoted JSON string: leave room for the
-    // longest one even when every byte is a token.
+    // longest one even when every byte is a token, and for the whitespace
+    // or code fence a server's JSON grammar lets a small model write
+    // first (Gemma 3 270M through llama-server does).
     let longest_choice = request.choices.iter().map(String::len).max().unwrap_or(0) as u32;
     let max_tokens = if request.choices.is_empty() {
         request.max_tokens
     } else {
-        request.max_tokens.max(longest_choice + 4)
+        request
+            .max_tokens
+            .max(longest_choice + CHOICE_PREAMBLE_TOKENS)
     };
     let mut body = json!({
         "model": model,
