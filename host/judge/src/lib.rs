@@ -302,7 +302,8 @@ impl Judge {
 
 /// An answer to a query with choices, as exactly one of them: the text
 /// (or the JSON string an HTTP server was asked for, also inside a
-/// markdown code fence, as small models write it), trimmed and compared
+/// markdown code fence or with its closing quote lost, as small models
+/// and llama-server give it), trimmed and compared
 /// without case. Anything else is the query's failure.
 fn pick_choice(
     mut answer: ModelAnswer,
@@ -316,8 +317,10 @@ fn pick_choice(
         .strip_prefix("```")
         .and_then(|t| t.strip_suffix("```"))
         .map_or(text, |t| t.trim_start_matches("json").trim());
-    let unquoted =
-        serde_json::from_str::<String>(unfenced).unwrap_or_else(|_| unfenced.to_string());
+    // A quote left open (the server's parser took the fence's end and the
+    // quote with it) still names the choice.
+    let unquoted = serde_json::from_str::<String>(unfenced)
+        .unwrap_or_else(|_| unfenced.trim_matches('"').to_string());
     let unquoted = unquoted.trim();
     match choices.iter().find(|c| c.eq_ignore_ascii_case(unquoted)) {
         Some(choice) => {
@@ -421,7 +424,14 @@ mod tests {
                 "{text:?}"
             );
         }
-        for text in ["", " \n \t", "\"YES", "```json\n\"YES", "YES NO", "```YES"] {
+        for text in [
+            "",
+            " \n \t",
+            "```json\n\"YES",
+            "YES NO",
+            "```YES",
+            "\"YESNO\"",
+        ] {
             assert!(pick_choice(answer(text), &choices).is_err(), "{text:?}");
         }
     }
