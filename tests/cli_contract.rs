@@ -298,3 +298,68 @@ fn the_readme_example_plugin_scores_by_path_with_its_config() {
     );
     assert_eq!(rows[1]["aggregator"]["name"], json!("weighted-sum"));
 }
+
+#[test]
+fn a_streamed_score_keeps_input_order_at_any_thread_count_and_stops_at_a_bad_row() {
+    let dir = scratch_dir("streamed");
+    let rows: Vec<_> = (0..500)
+        .map(|i| {
+            let response = format!("#### {}", i % 7);
+            json!({"id": format!("r{i}"), "prompt": "q", "response": response, "reference": "3"})
+        })
+        .collect();
+    write_rows(&dir.join("in.jsonl"), &rows);
+    let with = |threads: usize, batch: usize| ScoreArgs {
+        threads: Some(threads),
+        batch_size: Some(batch),
+        ..math_args(&dir)
+    };
+    let one = score(&with(1, 500)).unwrap();
+    let written = std::fs::read(dir.join("out.jsonl")).unwrap();
+    for (threads, batch) in [(2, 7), (4, 1), (3, 64)] {
+        let many = score(&with(threads, batch)).unwrap();
+        let again = std::fs::read(dir.join("out.jsonl")).unwrap();
+        assert!(again == written, "{threads} threads, batches of {batch}");
+        assert_eq!(
+            (many.n, many.scored, many.mean),
+            (one.n, one.scored, one.mean)
+        );
+    }
+    let out = read_rows::<serde_json::Value>(&dir.join("out.jsonl"));
+    let ids: Vec<&str> = out.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, (0..500).map(|i| format!("r{i}")).collect::<Vec<_>>());
+    // The mean of the totals, and the std of the mean as the bootstrap's
+    // limit: the population std over sqrt(n).
+    let totals: Vec<f64> = out.iter().map(|r| r["total"].as_f64().unwrap()).collect();
+    let mean = totals.iter().sum::<f64>() / 500.0;
+    let variance = totals.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / 500.0;
+    assert!((one.mean.unwrap() - mean).abs() < 1e-12, "{one:?}");
+    let std = (variance / 500.0).sqrt();
+    assert!(
+        std > 0.0 && (one.bootstrap_std.unwrap() - std).abs() < 1e-12,
+        "{one:?}"
+    );
+
+    // A bad row deep in the file, or an id that comes back chunks later:
+    // the error names its line and the previous output stays.
+    let lines: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    let bad_row = format!("{lines}\n{{\"id\": \"late\", \"prompt\": 3}}\n");
+    let repeated_id = format!("{lines}{}\n", rows[3]);
+    // Early, with hundreds of rows still to read behind it.
+    let bad_early = format!("{}\n{{\"id\": 5}}\n{lines}", rows[0]);
+    let cases = [
+        (bad_row, "in.jsonl:502:"),
+        (bad_early, "in.jsonl:2:"),
+        (repeated_id, "in.jsonl:501: duplicate id \"r3\""),
+    ];
+    for (text, expected) in cases {
+        std::fs::write(dir.join("in.jsonl"), text).unwrap();
+        for threads in [1, 3] {
+            std::fs::write(dir.join("out.jsonl"), "previous results\n").unwrap();
+            let err = format!("{:#}", score(&with(threads, 16)).unwrap_err());
+            assert!(err.contains(expected), "{err}");
+            let kept = std::fs::read_to_string(dir.join("out.jsonl")).unwrap();
+            assert_eq!(kept, "previous results\n");
+        }
+    }
+}

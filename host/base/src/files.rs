@@ -51,46 +51,83 @@ pub const MAX_ROW_BYTES: usize = 16 << 20;
 /// than [`MAX_ROW_BYTES`], is an error naming `file:line`.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FileError> {
     let file = std::fs::File::open(path).map_err(|e| FileError::io("opening", path, e))?;
-    let mut reader = BufReader::new(file);
-    let line_error = |line: usize, message: String| FileError::Line {
-        path: path.to_path_buf(),
-        line,
-        message,
-    };
-    let mut rows = Vec::new();
-    let mut bytes = Vec::new();
-    for line_no in 1.. {
-        bytes.clear();
-        let read = (&mut reader)
-            .take(MAX_ROW_BYTES as u64 + 1)
-            .read_until(b'\n', &mut bytes)
-            .map_err(|e| line_error(line_no, format!("unreadable line: {e}")))?;
-        if read == 0 {
-            break;
+    JsonlLines::new(BufReader::new(file), path)
+        .map(|line| {
+            let (line_no, text) = line?;
+            serde_json::from_str(&text).map_err(|e| FileError::Line {
+                path: path.to_path_buf(),
+                line: line_no,
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The non-blank lines of a JSONL stream with their 1-based numbers, one at
+/// a time (a file larger than memory is read in constant space). A line that
+/// is not UTF-8, or longer than [`MAX_ROW_BYTES`], is an error naming
+/// `file:line`; the iterator ends after an error.
+pub struct JsonlLines<R> {
+    reader: R,
+    path: PathBuf,
+    line_no: usize,
+    failed: bool,
+}
+
+impl<R: BufRead> JsonlLines<R> {
+    /// Lines of `reader`; `path` names it in errors.
+    pub fn new(reader: R, path: &Path) -> Self {
+        JsonlLines {
+            reader,
+            path: path.to_path_buf(),
+            line_no: 0,
+            failed: false,
         }
-        if bytes.last() == Some(&b'\n') {
-            bytes.pop();
-            if bytes.last() == Some(&b'\r') {
-                bytes.pop();
-            }
-        } else if bytes.len() > MAX_ROW_BYTES {
-            return Err(line_error(
-                line_no,
-                format!(
-                    "a row of more than {} MiB; rows are capped",
-                    MAX_ROW_BYTES >> 20
-                ),
-            ));
-        }
-        let line = std::str::from_utf8(&bytes)
-            .map_err(|e| line_error(line_no, format!("unreadable line: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let row = serde_json::from_str(line).map_err(|e| line_error(line_no, e.to_string()))?;
-        rows.push(row);
     }
-    Ok(rows)
+
+    fn error(&mut self, message: String) -> Option<Result<(usize, String), FileError>> {
+        self.failed = true;
+        Some(Err(FileError::Line {
+            path: self.path.clone(),
+            line: self.line_no,
+            message,
+        }))
+    }
+}
+
+impl<R: BufRead> Iterator for JsonlLines<R> {
+    type Item = Result<(usize, String), FileError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut bytes = Vec::new();
+        while !self.failed {
+            self.line_no += 1;
+            bytes.clear();
+            let read = (&mut self.reader)
+                .take(MAX_ROW_BYTES as u64 + 1)
+                .read_until(b'\n', &mut bytes);
+            match read {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => return self.error(format!("unreadable line: {e}")),
+            }
+            if bytes.last() == Some(&b'\n') {
+                bytes.pop();
+                if bytes.last() == Some(&b'\r') {
+                    bytes.pop();
+                }
+            } else if bytes.len() > MAX_ROW_BYTES {
+                let cap = MAX_ROW_BYTES >> 20;
+                return self.error(format!("a row of more than {cap} MiB; rows are capped"));
+            }
+            match String::from_utf8(std::mem::take(&mut bytes)) {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => return Some(Ok((self.line_no, line))),
+                Err(e) => return self.error(format!("unreadable line: {e}")),
+            }
+        }
+        None
+    }
 }
 
 /// Writes a file through a temporary sibling that is renamed into place only

@@ -41,6 +41,7 @@ pub mod native;
 pub mod output;
 pub mod plugin;
 pub mod rows;
+pub mod score_stream;
 pub mod scorer_pool;
 pub mod scoring;
 pub mod scoring_bounds;

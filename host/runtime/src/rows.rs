@@ -138,25 +138,35 @@ fn rows_to_samples(rows: Vec<InputRow>) -> RowResult<Vec<(Sample, Option<serde_j
     rows.into_iter()
         .enumerate()
         .map(|(i, row)| {
-            let row_error = |message: String| (i + 1, message);
-            let id = id_string(&row.id)
-                .ok_or_else(|| row_error("id must be a string or number".to_string()))?;
-            if !seen.insert(id.clone()) {
-                return Err(row_error(format!("duplicate id {id:?}")));
+            let (sample, label) = sample_of(row).map_err(|message| (i + 1, message))?;
+            if !seen.insert(sample.id.clone()) {
+                return Err((i + 1, format!("duplicate id {:?}", sample.id)));
             }
-            let sample = Sample {
-                id,
-                prompt: row.prompt,
-                response: row.response,
-                reference: row.reference,
-                context: row
-                    .context
-                    .map_or_else(|| EMPTY_JSON.to_string(), |c| c.to_string()),
-                metadata: row.metadata.into_iter().collect(),
-            };
-            Ok((sample, row.label))
+            Ok((sample, label))
         })
         .collect()
+}
+
+/// One line of a score input file as a sample, or what is wrong with it.
+/// Whether its id repeats another row's is the caller's to check.
+pub(crate) fn parse_input_line(text: &str) -> std::result::Result<Sample, String> {
+    let row: InputRow = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    sample_of(row).map(|(sample, _)| sample)
+}
+
+fn sample_of(row: InputRow) -> std::result::Result<(Sample, Option<serde_json::Value>), String> {
+    let id = id_string(&row.id).ok_or("id must be a string or number")?;
+    let sample = Sample {
+        id,
+        prompt: row.prompt,
+        response: row.response,
+        reference: row.reference,
+        context: row
+            .context
+            .map_or_else(|| EMPTY_JSON.to_string(), |c| c.to_string()),
+        metadata: row.metadata.into_iter().collect(),
+    };
+    Ok((sample, row.label))
 }
 
 /// The output row of one scored sample.

@@ -116,7 +116,7 @@ impl ScorerPool {
             .collect())
     }
 
-    fn take(&self) -> Result<Scorer> {
+    pub(crate) fn take(&self) -> Result<Scorer> {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match idle {
             Some(scorer) => Ok(scorer),
@@ -124,7 +124,7 @@ impl ScorerPool {
         }
     }
 
-    fn put(&self, scorer: Scorer) {
+    pub(crate) fn put(&self, scorer: Scorer) {
         self.idle
             .lock()
             .unwrap_or_else(|e| e.into_inner())

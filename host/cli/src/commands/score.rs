@@ -6,19 +6,16 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::fs::File;
+use std::io::{BufReader, IsTerminal};
 use std::path::PathBuf;
-use verifine_base::files::write_jsonl;
 use verifine_base::{PluginSpec, write_atomically};
 use verifine_judge::Ledger;
 use verifine_runtime::Provenance;
 pub use verifine_runtime::rows::OutputRow;
-use verifine_runtime::rows::{output_row, read_samples};
-use verifine_runtime::scoring::{RewardPlugins, ScoredSample, score_all};
-use verifine_runtime::stats::bootstrap_mean_std;
-
-/// Resamples for the bootstrap std of the dataset mean.
-pub const BOOTSTRAP_RESAMPLES: usize = 1000;
+use verifine_runtime::score_stream::{StageSeconds, StreamSettings, score_stream};
+use verifine_runtime::scorer_pool::ScorerPool;
+use verifine_runtime::scoring::RewardPlugins;
 
 /// Judge a JSONL dataset with a rubric plugin (flags override the config file).
 #[derive(Debug, Clone, Default, Args)]
@@ -91,7 +88,8 @@ pub struct ScoreSummary {
     pub mean: Option<f64>,
     /// The dataset mean clipped to [0, 1] (HealthBench's reporting rule).
     pub mean_clipped: Option<f64>,
-    /// Std of the mean over bootstrap resamples.
+    /// Std of the mean as the bootstrap estimates it, in its limit of
+    /// infinitely many resamples (the totals' population std over √n).
     pub bootstrap_std: Option<f64>,
     /// The rubric that judged every row.
     pub rubric: Provenance,
@@ -100,6 +98,8 @@ pub struct ScoreSummary {
     /// What each judge model spent, when `--judges` was given.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub judges: BTreeMap<String, JudgeCost>,
+    /// Thread seconds per stage of the pipeline: where the time went.
+    pub stage_seconds: StageSeconds,
 }
 
 /// One judge model's spending over a scoring run.
@@ -155,54 +155,88 @@ impl std::fmt::Display for ScoreSummary {
     }
 }
 
-/// Scores `args.input` into `args.output` (written atomically) and returns the summary.
+/// Scores `args.input` into `args.output` (written atomically) and returns
+/// the summary. The file is streamed: rows are parsed, scored and written
+/// by a pipeline on `threads` workers, in order, in memory that does not
+/// grow with the file ([`score_stream`]).
 pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
     let config = match &args.config {
         Some(path) => ScoreConfig::load(path)?,
         None => ScoreConfig::default(),
     };
     let (rubric, aggregator) = config.slots(args.rubric.as_ref(), args.aggregator.as_ref())?;
-    let samples = read_samples(&args.input)?;
+    let input =
+        File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
     let (runtime, judges) = config.runtime(args.judges.as_deref(), args.allow_native)?;
-    let function = RewardPlugins::from_slots(&runtime, &rubric, aggregator.as_ref())?;
-
+    let pool = ScorerPool::new(RewardPlugins::from_slots(
+        &runtime,
+        &rubric,
+        aggregator.as_ref(),
+    )?);
     let threads = args.threads.unwrap_or(config.scoring.threads);
     let threads = if threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         threads
     };
-    let batch_size = args.batch_size.unwrap_or(config.scoring.batch_size);
+    let settings = StreamSettings {
+        batch_size: args.batch_size.unwrap_or(config.scoring.batch_size),
+        threads,
+    };
     let bar = if args.progress {
-        ProgressBar::new(samples.len() as u64)
+        ProgressBar::new_spinner()
     } else {
         ProgressBar::hidden()
     };
     bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} samples  {per_sec}  eta {eta}")
-            .expect("valid template"),
+        ProgressStyle::with_template("{spinner} {pos} samples  {per_sec}").expect("valid template"),
     );
-    let scored = score_all(&function, &samples, batch_size, threads, &|n| {
-        bar.inc(n as u64)
-    })?;
+    let mut streamed = None;
+    let written = write_atomically(&args.output, |w| {
+        let input = BufReader::with_capacity(1 << 20, input);
+        let on_batch = |n: usize| bar.inc(n as u64);
+        let result = score_stream(
+            &pool,
+            input,
+            &args.input,
+            (w, &args.output),
+            settings,
+            &on_batch,
+        );
+        let failed = result.is_err();
+        streamed = Some(result);
+        match failed {
+            true => Err(std::io::Error::other("scoring stopped")),
+            false => Ok(()),
+        }
+    });
     bar.finish_and_clear();
+    let (totals, stages) = match streamed {
+        Some(result) => result?,
+        None => return Err(written.unwrap_err().into()),
+    };
+    written.with_context(|| format!("writing {}", args.output.display()))?;
 
-    let rubric_provenance = function.rubric.provenance();
-    let aggregator_provenance = function.aggregator.provenance();
-    let rows: Vec<OutputRow> = samples
-        .iter()
-        .zip(&scored)
-        .map(|(sample, s)| output_row(sample, s, &rubric_provenance, &aggregator_provenance))
-        .collect();
-    write_jsonl(&args.output, &rows)
-        .with_context(|| format!("writing {}", args.output.display()))?;
-    let mut summary = summarize(&scored, rubric_provenance, aggregator_provenance);
+    let function = pool.function();
+    let mut summary = ScoreSummary {
+        n: totals.rows,
+        scored: totals.scored,
+        errors: totals.errors,
+        undefined: totals.undefined(),
+        mean: totals.mean(),
+        mean_clipped: totals.mean().map(|m| m.clamp(0.0, 1.0)),
+        bootstrap_std: totals.std_of_mean(),
+        rubric: function.rubric.provenance(),
+        aggregator: function.aggregator.provenance(),
+        judges: BTreeMap::new(),
+        stage_seconds: stages,
+    };
     if let Some(judges) = judges {
         summary.judges = judges
             .ledgers()
             .into_iter()
             .map(|(name, total)| {
-                let per_1000_tasks = total.per_thousand(samples.len());
+                let per_1000_tasks = total.per_thousand(totals.rows);
                 (
                     name,
                     JudgeCost {
@@ -214,27 +248,4 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
             .collect();
     }
     Ok(summary)
-}
-
-fn summarize(scored: &[ScoredSample], rubric: Provenance, aggregator: Provenance) -> ScoreSummary {
-    let totals: Vec<f64> = scored.iter().filter_map(|s| s.total).collect();
-    let errors = scored.iter().filter(|s| s.error.is_some()).count();
-    let (mean, std) = if totals.is_empty() {
-        (None, None)
-    } else {
-        let (m, s) = bootstrap_mean_std(&totals, BOOTSTRAP_RESAMPLES, 0);
-        (Some(m), Some(s))
-    };
-    ScoreSummary {
-        n: scored.len(),
-        scored: totals.len(),
-        errors,
-        undefined: scored.len() - totals.len() - errors,
-        mean,
-        mean_clipped: mean.map(|m| m.clamp(0.0, 1.0)),
-        bootstrap_std: std,
-        rubric,
-        aggregator,
-        judges: BTreeMap::new(),
-    }
 }

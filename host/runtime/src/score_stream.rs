@@ -1,0 +1,327 @@
+//! Scoring a JSONL file of any size. Rows are read, parsed, scored and
+//! written back in chunks by a pipeline in which everything but reading and
+//! writing the bytes runs on the worker threads (each line's JSON, the
+//! plugins, each output row's JSON), so `threads` workers keep that many
+//! cores busy. Output rows keep the input's order. At most a few chunks per
+//! worker are held at once, whatever the file's size; what grows with the
+//! file is 16 bytes per row, to tell a repeated id.
+
+use crate::error::{Result, RuntimeError};
+use crate::rows::{output_row, parse_input_line};
+use crate::scorer_pool::ScorerPool;
+use crate::scoring::Scorer;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, mpsc};
+use std::time::Instant;
+use verifine_base::files::{FileError, JsonlLines};
+
+/// Chunks each worker may have between being read and being written.
+const CHUNKS_PER_WORKER: usize = 4;
+
+/// What a streamed run counted. The totals' mean and spread are kept as
+/// they come (Welford), not as a list.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StreamTotals {
+    /// Rows read.
+    pub rows: usize,
+    /// Rows with a total.
+    pub scored: usize,
+    /// Rows whose scoring failed.
+    pub errors: usize,
+    mean: f64,
+    squares: f64,
+}
+
+impl StreamTotals {
+    /// Judged rows for which the rubric defines no score.
+    pub fn undefined(&self) -> usize {
+        self.rows - self.scored - self.errors
+    }
+
+    /// The mean total; `None` when nothing was scored.
+    pub fn mean(&self) -> Option<f64> {
+        (self.scored > 0).then_some(self.mean)
+    }
+
+    /// The standard deviation of the mean as the bootstrap estimates it, in
+    /// its limit of infinitely many resamples: the totals' population
+    /// standard deviation over √n (exact, and computed in one pass).
+    pub fn std_of_mean(&self) -> Option<f64> {
+        let n = self.scored as f64;
+        (self.scored > 0).then(|| (self.squares / n).sqrt() / n.sqrt())
+    }
+
+    fn add(&mut self, total: Option<f64>, failed: bool) {
+        self.rows += 1;
+        if failed {
+            self.errors += 1;
+        }
+        if let Some(total) = total {
+            self.scored += 1;
+            let delta = total - self.mean;
+            self.mean += delta / self.scored as f64;
+            self.squares += delta * (total - self.mean);
+        }
+    }
+}
+
+/// Thread seconds each stage took over the run (the shares say where the
+/// time goes).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct StageSeconds {
+    /// Reading lines (one thread).
+    pub read: f64,
+    /// Parsing rows into samples (workers).
+    pub parse: f64,
+    /// The plugins (workers).
+    pub score: f64,
+    /// Output rows to JSON (workers).
+    pub format: f64,
+    /// Writing bytes in order (the calling thread).
+    pub write: f64,
+}
+
+/// How a stream is cut and run.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamSettings {
+    /// Rows per chunk (one plugin call).
+    pub batch_size: usize,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// One chunk's output, ready to write.
+struct ChunkOut {
+    bytes: Vec<u8>,
+    /// Per row: its line, its id and a hash of it, its total, whether it
+    /// failed.
+    rows: Vec<(usize, String, u128, Option<f64>, bool)>,
+}
+
+type Chunk = (usize, Vec<(usize, String)>);
+
+/// Scores the JSONL rows of `input` (named `path` in errors) into
+/// `output` (named `output_name`), in input order. A row that cannot be read or parsed, or whose
+/// id repeats an earlier row's, stops the run with an error naming
+/// `path:line`; what was written by then is incomplete, so write to a
+/// temporary file. `on_batch` hears each chunk's size once it is written.
+pub fn score_stream(
+    pool: &ScorerPool,
+    input: impl BufRead + Send,
+    path: &Path,
+    (output, output_name): (&mut dyn Write, &Path),
+    settings: StreamSettings,
+    on_batch: &(dyn Fn(usize) + Sync),
+) -> Result<(StreamTotals, StageSeconds)> {
+    let workers = settings.threads.max(1);
+    let window = workers * CHUNKS_PER_WORKER;
+    let written = Mutex::new(0usize);
+    let room = Condvar::new();
+    let stop = AtomicBool::new(false);
+    let clock = Clocks::default();
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(workers);
+    let chunk_rx = Mutex::new(chunk_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Result<ChunkOut>)>();
+    let bounds = crate::scoring_bounds::current();
+    let rubric = pool.function().rubric.provenance();
+    let aggregator = pool.function().aggregator.provenance();
+    let hasher = std::collections::hash_map::RandomState::new();
+
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| -> Result<()> {
+            // Moved in: the workers stop when the reader is gone.
+            let chunk_tx = chunk_tx;
+            let mut lines = JsonlLines::new(input, path);
+            for index in 0.. {
+                let started = Instant::now();
+                let chunk: Vec<(usize, String)> = lines
+                    .by_ref()
+                    .take(settings.batch_size.max(1))
+                    .collect::<std::result::Result<_, _>>()?;
+                clock.add(&clock.read, started);
+                if chunk.is_empty() {
+                    break;
+                }
+                let mut done = written.lock().unwrap_or_else(|e| e.into_inner());
+                while index >= *done + window && !stop.load(Ordering::Relaxed) {
+                    done = room.wait(done).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(done);
+                if stop.load(Ordering::Relaxed) || chunk_tx.send((index, chunk)).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        for _ in 0..workers {
+            let done_tx = done_tx.clone();
+            let bounds = bounds.clone();
+            let (chunk_rx, clock, stop, hasher) = (&chunk_rx, &clock, &stop, &hasher);
+            let provenance = (&rubric, &aggregator);
+            scope.spawn(move || {
+                crate::scoring_bounds::within(bounds, || {
+                    let mut scorer: Option<Scorer> = None;
+                    loop {
+                        let next = chunk_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok((index, lines)) = next else { break };
+                        // After a failure, chunks already read are dropped
+                        // unscored (draining keeps the reader from blocking).
+                        if stop.load(Ordering::Relaxed) {
+                            continue;
+                        }
+                        let out = (|| {
+                            let scorer = match &mut scorer {
+                                Some(s) => s,
+                                None => scorer.insert(pool.take()?),
+                            };
+                            run_chunk(scorer, &lines, path, clock, hasher, provenance)
+                        })();
+                        let _ = done_tx.send((index, out));
+                    }
+                    if let Some(scorer) = scorer {
+                        pool.put(scorer);
+                    }
+                })
+            });
+        }
+        drop(done_tx);
+        let gate = (&written, &room);
+        let written_out =
+            write_in_order(done_rx, (output, output_name), path, &clock, gate, on_batch);
+        if written_out.is_err() {
+            stop.store(true, Ordering::Relaxed);
+            room.notify_all();
+        }
+        let read = reader.join().unwrap_or(Err(RuntimeError::WorkerPanicked));
+        let totals = written_out?;
+        read?;
+        Ok((totals, clock.seconds()))
+    })
+}
+
+/// Parses, scores and formats one chunk.
+fn run_chunk(
+    scorer: &mut Scorer,
+    lines: &[(usize, String)],
+    path: &Path,
+    clock: &Clocks,
+    hasher: &impl BuildHasher,
+    (rubric, aggregator): (&crate::Provenance, &crate::Provenance),
+) -> Result<ChunkOut> {
+    let started = Instant::now();
+    let samples = lines
+        .iter()
+        .map(|(line, text)| {
+            parse_input_line(text).map_err(|message| line_error(path, *line, message))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    clock.add(&clock.parse, started);
+    let started = Instant::now();
+    let scored = scorer.score_batch(0, 0, &samples);
+    clock.add(&clock.score, started);
+    let started = Instant::now();
+    let mut out = ChunkOut {
+        bytes: Vec::with_capacity(samples.len() * 256),
+        rows: Vec::with_capacity(samples.len()),
+    };
+    for ((sample, scored), (line, _)) in samples.iter().zip(&scored).zip(lines) {
+        let row = output_row(sample, scored, rubric, aggregator);
+        serde_json::to_writer(&mut out.bytes, &row)
+            .map_err(|e| line_error(path, *line, format!("its output row is not JSON: {e}")))?;
+        out.bytes.push(b'\n');
+        let hash = id_hash(hasher, &sample.id);
+        let failed = scored.error.is_some();
+        out.rows
+            .push((*line, sample.id.clone(), hash, scored.total, failed));
+    }
+    clock.add(&clock.format, started);
+    Ok(out)
+}
+
+/// Writes chunks as they complete, in input order, checking ids on the way.
+fn write_in_order(
+    done: mpsc::Receiver<(usize, Result<ChunkOut>)>,
+    (output, output_name): (&mut dyn Write, &Path),
+    path: &Path,
+    clock: &Clocks,
+    (written, room): (&Mutex<usize>, &Condvar),
+    on_batch: &(dyn Fn(usize) + Sync),
+) -> Result<StreamTotals> {
+    let mut totals = StreamTotals::default();
+    let mut ids = HashSet::new();
+    let mut waiting: BTreeMap<usize, Result<ChunkOut>> = BTreeMap::new();
+    let mut next = 0;
+    for (index, chunk) in done {
+        waiting.insert(index, chunk);
+        while let Some(chunk) = waiting.remove(&next) {
+            let chunk = chunk?;
+            let started = Instant::now();
+            for (line, id, hash, total, failed) in &chunk.rows {
+                if !ids.insert(*hash) {
+                    return Err(line_error(path, *line, format!("duplicate id {id:?}")));
+                }
+                totals.add(*total, *failed);
+            }
+            output
+                .write_all(&chunk.bytes)
+                .map_err(|e| FileError::io("writing", output_name, e))?;
+            clock.add(&clock.write, started);
+            on_batch(chunk.rows.len());
+            next += 1;
+            *written.lock().unwrap_or_else(|e| e.into_inner()) = next;
+            room.notify_all();
+        }
+    }
+    Ok(totals)
+}
+
+fn line_error(path: &Path, line: usize, message: String) -> RuntimeError {
+    RuntimeError::File(FileError::Line {
+        path: path.to_path_buf(),
+        line,
+        message,
+    })
+}
+
+/// 128 bits of a keyed hash of an id: two ids collide with probability
+/// about 2⁻¹²⁸ per pair.
+fn id_hash(hasher: &impl BuildHasher, id: &str) -> u128 {
+    let half = |salt: u8| {
+        let mut h = hasher.build_hasher();
+        salt.hash(&mut h);
+        id.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
+/// Nanoseconds per stage, added from every thread.
+#[derive(Default)]
+struct Clocks {
+    read: AtomicU64,
+    parse: AtomicU64,
+    score: AtomicU64,
+    format: AtomicU64,
+    write: AtomicU64,
+}
+
+impl Clocks {
+    fn add(&self, stage: &AtomicU64, since: Instant) {
+        stage.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    fn seconds(&self) -> StageSeconds {
+        let s = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e9;
+        StageSeconds {
+            read: s(&self.read),
+            parse: s(&self.parse),
+            score: s(&self.score),
+            format: s(&self.format),
+            write: s(&self.write),
+        }
+    }
+}
