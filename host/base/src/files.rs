@@ -85,13 +85,62 @@ impl<R: BufRead> JsonlLines<R> {
         }
     }
 
-    fn error(&mut self, message: String) -> Option<Result<(usize, String), FileError>> {
+    /// Appends the next line's bytes (without its line end) to `buf` and
+    /// returns its number; `None` at the end. Neither UTF-8 nor blankness is
+    /// checked: a caller that reads lines in bulk checks them where it
+    /// parses them ([`line_text`]).
+    pub fn read_line_into(&mut self, buf: &mut Vec<u8>) -> Option<Result<usize, FileError>> {
+        if self.failed {
+            return None;
+        }
+        self.line_no += 1;
+        let start = buf.len();
+        let read = (&mut self.reader)
+            .take(MAX_ROW_BYTES as u64 + 1)
+            .read_until(b'\n', buf);
+        match read {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => return Some(Err(self.error(format!("unreadable line: {e}")))),
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+        } else if buf.len() - start > MAX_ROW_BYTES {
+            let cap = MAX_ROW_BYTES >> 20;
+            let message = format!("a row of more than {cap} MiB; rows are capped");
+            return Some(Err(self.error(message)));
+        }
+        Some(Ok(self.line_no))
+    }
+
+    fn error(&mut self, message: String) -> FileError {
         self.failed = true;
-        Some(Err(FileError::Line {
+        FileError::Line {
             path: self.path.clone(),
             line: self.line_no,
             message,
-        }))
+        }
+    }
+}
+
+/// A line read by [`JsonlLines::read_line_into`] as text: `None` for a
+/// blank line, an error naming `path:line` for one that is not UTF-8.
+pub fn line_text<'a>(
+    path: &Path,
+    line: usize,
+    bytes: &'a [u8],
+) -> Result<Option<&'a str>, FileError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if text.trim().is_empty() => Ok(None),
+        Ok(text) => Ok(Some(text)),
+        Err(e) => Err(FileError::Line {
+            path: path.to_path_buf(),
+            line,
+            message: format!("unreadable line: {e}"),
+        }),
     }
 }
 
@@ -100,33 +149,21 @@ impl<R: BufRead> Iterator for JsonlLines<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let mut bytes = Vec::new();
-        while !self.failed {
-            self.line_no += 1;
+        loop {
             bytes.clear();
-            let read = (&mut self.reader)
-                .take(MAX_ROW_BYTES as u64 + 1)
-                .read_until(b'\n', &mut bytes);
-            match read {
-                Ok(0) => return None,
-                Ok(_) => {}
-                Err(e) => return self.error(format!("unreadable line: {e}")),
-            }
-            if bytes.last() == Some(&b'\n') {
-                bytes.pop();
-                if bytes.last() == Some(&b'\r') {
-                    bytes.pop();
+            let line = match self.read_line_into(&mut bytes)? {
+                Ok(line) => line,
+                Err(e) => return Some(Err(e)),
+            };
+            match line_text(&self.path, line, &bytes) {
+                Ok(None) => continue,
+                Ok(Some(text)) => return Some(Ok((line, text.to_string()))),
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
                 }
-            } else if bytes.len() > MAX_ROW_BYTES {
-                let cap = MAX_ROW_BYTES >> 20;
-                return self.error(format!("a row of more than {cap} MiB; rows are capped"));
-            }
-            match String::from_utf8(std::mem::take(&mut bytes)) {
-                Ok(line) if line.trim().is_empty() => continue,
-                Ok(line) => return Some(Ok((self.line_no, line))),
-                Err(e) => return self.error(format!("unreadable line: {e}")),
             }
         }
-        None
     }
 }
 

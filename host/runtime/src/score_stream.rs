@@ -6,6 +6,7 @@
 //! worker are held at once, whatever the file's size; what grows with the
 //! file is 16 bytes per row, to tell a repeated id.
 
+use crate::Provenance;
 use crate::error::{Result, RuntimeError};
 use crate::rows::{output_row, parse_input_line};
 use crate::scorer_pool::ScorerPool;
@@ -13,11 +14,12 @@ use crate::scoring::Scorer;
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::{BufRead, Write};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 use std::time::Instant;
-use verifine_base::files::{FileError, JsonlLines};
+use verifine_base::files::{FileError, JsonlLines, line_text};
 
 /// Chunks each worker may have between being read and being written.
 const CHUNKS_PER_WORKER: usize = 4;
@@ -102,13 +104,33 @@ struct ChunkOut {
     rows: Vec<(usize, String, u128, Option<f64>, bool)>,
 }
 
-type Chunk = (usize, Vec<(usize, String)>);
+/// Lines as read: one buffer for the chunk, each line's number and bytes
+/// in it. UTF-8 and blank lines are left to the worker that parses them.
+#[derive(Default)]
+struct RawChunk {
+    bytes: Vec<u8>,
+    lines: Vec<(usize, Range<usize>)>,
+}
 
-/// Scores the JSONL rows of `input` (named `path` in errors) into
-/// `output` (named `output_name`), in input order. A row that cannot be read or parsed, or whose
-/// id repeats an earlier row's, stops the run with an error naming
-/// `path:line`; what was written by then is incomplete, so write to a
-/// temporary file. `on_batch` hears each chunk's size once it is written.
+/// Up to `rows` lines; `None` at the end of the input.
+fn read_chunk<R: BufRead>(lines: &mut JsonlLines<R>, rows: usize) -> Result<Option<RawChunk>> {
+    let mut chunk = RawChunk::default();
+    while chunk.lines.len() < rows {
+        let start = chunk.bytes.len();
+        match lines.read_line_into(&mut chunk.bytes) {
+            None => break,
+            Some(line) => chunk.lines.push((line?, start..chunk.bytes.len())),
+        }
+    }
+    Ok((!chunk.lines.is_empty()).then_some(chunk))
+}
+
+/// Scores the JSONL rows of `input` (named `path` in errors) into `output`
+/// (named `output_name`), in input order. A row that cannot be read or
+/// parsed, or whose id repeats an earlier row's, stops the run with an
+/// error naming `path:line`; what was written by then is incomplete, so
+/// write to a temporary file. `on_batch` hears each chunk's size once it
+/// is written. One thread runs every stage itself, one after another.
 pub fn score_stream(
     pool: &ScorerPool,
     input: impl BufRead + Send,
@@ -117,35 +139,60 @@ pub fn score_stream(
     settings: StreamSettings,
     on_batch: &(dyn Fn(usize) + Sync),
 ) -> Result<(StreamTotals, StageSeconds)> {
-    let workers = settings.threads.max(1);
+    let clock = Clocks::default();
+    let context = ChunkContext {
+        path,
+        clock: &clock,
+        hasher: std::collections::hash_map::RandomState::new(),
+        rubric: pool.function().rubric.provenance(),
+        aggregator: pool.function().aggregator.provenance(),
+    };
+    let mut ordered = Ordered {
+        output,
+        output_name,
+        path,
+        clock: &clock,
+        on_batch,
+        ids: HashSet::new(),
+        totals: StreamTotals::default(),
+    };
+    let mut lines = JsonlLines::new(input, path);
+    let rows = settings.batch_size.max(1);
+    if settings.threads <= 1 {
+        let mut scorer = pool.take()?;
+        let run = (|| -> Result<()> {
+            loop {
+                let started = Instant::now();
+                let chunk = read_chunk(&mut lines, rows)?;
+                clock.add(&clock.read, started);
+                let Some(chunk) = chunk else { break };
+                ordered.write(context.run(&mut scorer, &chunk)?)?;
+            }
+            Ok(())
+        })();
+        pool.put(scorer);
+        run?;
+        return Ok((ordered.totals, clock.seconds()));
+    }
+    let workers = settings.threads;
     let window = workers * CHUNKS_PER_WORKER;
     let written = Mutex::new(0usize);
     let room = Condvar::new();
     let stop = AtomicBool::new(false);
-    let clock = Clocks::default();
-    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(workers);
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<(usize, RawChunk)>(workers);
     let chunk_rx = Mutex::new(chunk_rx);
     let (done_tx, done_rx) = mpsc::channel::<(usize, Result<ChunkOut>)>();
     let bounds = crate::scoring_bounds::current();
-    let rubric = pool.function().rubric.provenance();
-    let aggregator = pool.function().aggregator.provenance();
-    let hasher = std::collections::hash_map::RandomState::new();
 
     std::thread::scope(|scope| {
         let reader = scope.spawn(|| -> Result<()> {
             // Moved in: the workers stop when the reader is gone.
             let chunk_tx = chunk_tx;
-            let mut lines = JsonlLines::new(input, path);
             for index in 0.. {
                 let started = Instant::now();
-                let chunk: Vec<(usize, String)> = lines
-                    .by_ref()
-                    .take(settings.batch_size.max(1))
-                    .collect::<std::result::Result<_, _>>()?;
+                let chunk = read_chunk(&mut lines, rows)?;
                 clock.add(&clock.read, started);
-                if chunk.is_empty() {
-                    break;
-                }
+                let Some(chunk) = chunk else { break };
                 let mut done = written.lock().unwrap_or_else(|e| e.into_inner());
                 while index >= *done + window && !stop.load(Ordering::Relaxed) {
                     done = room.wait(done).unwrap_or_else(|e| e.into_inner());
@@ -160,14 +207,13 @@ pub fn score_stream(
         for _ in 0..workers {
             let done_tx = done_tx.clone();
             let bounds = bounds.clone();
-            let (chunk_rx, clock, stop, hasher) = (&chunk_rx, &clock, &stop, &hasher);
-            let provenance = (&rubric, &aggregator);
+            let (chunk_rx, stop, context) = (&chunk_rx, &stop, &context);
             scope.spawn(move || {
                 crate::scoring_bounds::within(bounds, || {
                     let mut scorer: Option<Scorer> = None;
                     loop {
                         let next = chunk_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                        let Ok((index, lines)) = next else { break };
+                        let Ok((index, chunk)) = next else { break };
                         // After a failure, chunks already read are dropped
                         // unscored (draining keeps the reader from blocking).
                         if stop.load(Ordering::Relaxed) {
@@ -178,7 +224,7 @@ pub fn score_stream(
                                 Some(s) => s,
                                 None => scorer.insert(pool.take()?),
                             };
-                            run_chunk(scorer, &lines, path, clock, hasher, provenance)
+                            context.run(scorer, &chunk)
                         })();
                         let _ = done_tx.send((index, out));
                     }
@@ -189,94 +235,115 @@ pub fn score_stream(
             });
         }
         drop(done_tx);
-        let gate = (&written, &room);
-        let written_out =
-            write_in_order(done_rx, (output, output_name), path, &clock, gate, on_batch);
+        let written_out = ordered.write_as_done(done_rx, (&written, &room));
         if written_out.is_err() {
             stop.store(true, Ordering::Relaxed);
             room.notify_all();
         }
         let read = reader.join().unwrap_or(Err(RuntimeError::WorkerPanicked));
-        let totals = written_out?;
+        written_out?;
         read?;
-        Ok((totals, clock.seconds()))
+        Ok((ordered.totals, clock.seconds()))
     })
 }
 
-/// Parses, scores and formats one chunk.
-fn run_chunk(
-    scorer: &mut Scorer,
-    lines: &[(usize, String)],
-    path: &Path,
-    clock: &Clocks,
-    hasher: &impl BuildHasher,
-    (rubric, aggregator): (&crate::Provenance, &crate::Provenance),
-) -> Result<ChunkOut> {
-    let started = Instant::now();
-    let samples = lines
-        .iter()
-        .map(|(line, text)| {
-            parse_input_line(text).map_err(|message| line_error(path, *line, message))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    clock.add(&clock.parse, started);
-    let started = Instant::now();
-    let scored = scorer.score_batch(0, 0, &samples);
-    clock.add(&clock.score, started);
-    let started = Instant::now();
-    let mut out = ChunkOut {
-        bytes: Vec::with_capacity(samples.len() * 256),
-        rows: Vec::with_capacity(samples.len()),
-    };
-    for ((sample, scored), (line, _)) in samples.iter().zip(&scored).zip(lines) {
-        let row = output_row(sample, scored, rubric, aggregator);
-        serde_json::to_writer(&mut out.bytes, &row)
-            .map_err(|e| line_error(path, *line, format!("its output row is not JSON: {e}")))?;
-        out.bytes.push(b'\n');
-        let hash = id_hash(hasher, &sample.id);
-        let failed = scored.error.is_some();
-        out.rows
-            .push((*line, sample.id.clone(), hash, scored.total, failed));
-    }
-    clock.add(&clock.format, started);
-    Ok(out)
+/// What every worker needs to turn a chunk into output.
+struct ChunkContext<'a, H> {
+    path: &'a Path,
+    clock: &'a Clocks,
+    hasher: H,
+    rubric: Provenance,
+    aggregator: Provenance,
 }
 
-/// Writes chunks as they complete, in input order, checking ids on the way.
-fn write_in_order(
-    done: mpsc::Receiver<(usize, Result<ChunkOut>)>,
-    (output, output_name): (&mut dyn Write, &Path),
-    path: &Path,
-    clock: &Clocks,
-    (written, room): (&Mutex<usize>, &Condvar),
-    on_batch: &(dyn Fn(usize) + Sync),
-) -> Result<StreamTotals> {
-    let mut totals = StreamTotals::default();
-    let mut ids = HashSet::new();
-    let mut waiting: BTreeMap<usize, Result<ChunkOut>> = BTreeMap::new();
-    let mut next = 0;
-    for (index, chunk) in done {
-        waiting.insert(index, chunk);
-        while let Some(chunk) = waiting.remove(&next) {
-            let chunk = chunk?;
-            let started = Instant::now();
-            for (line, id, hash, total, failed) in &chunk.rows {
-                if !ids.insert(*hash) {
-                    return Err(line_error(path, *line, format!("duplicate id {id:?}")));
-                }
-                totals.add(*total, *failed);
-            }
-            output
-                .write_all(&chunk.bytes)
-                .map_err(|e| FileError::io("writing", output_name, e))?;
-            clock.add(&clock.write, started);
-            on_batch(chunk.rows.len());
-            next += 1;
-            *written.lock().unwrap_or_else(|e| e.into_inner()) = next;
-            room.notify_all();
+impl<H: BuildHasher> ChunkContext<'_, H> {
+    /// Parses, scores and formats one chunk.
+    fn run(&self, scorer: &mut Scorer, chunk: &RawChunk) -> Result<ChunkOut> {
+        let started = Instant::now();
+        let mut lines = Vec::with_capacity(chunk.lines.len());
+        let mut samples = Vec::with_capacity(chunk.lines.len());
+        for (line, range) in &chunk.lines {
+            let Some(text) = line_text(self.path, *line, &chunk.bytes[range.clone()])? else {
+                continue;
+            };
+            let sample =
+                parse_input_line(text).map_err(|message| line_error(self.path, *line, message))?;
+            lines.push(*line);
+            samples.push(sample);
         }
+        self.clock.add(&self.clock.parse, started);
+        let started = Instant::now();
+        let scored = scorer.score_batch(0, 0, &samples);
+        self.clock.add(&self.clock.score, started);
+        let started = Instant::now();
+        let mut out = ChunkOut {
+            bytes: Vec::with_capacity(chunk.bytes.len() + samples.len() * 128),
+            rows: Vec::with_capacity(samples.len()),
+        };
+        for ((sample, scored), line) in samples.iter().zip(&scored).zip(lines) {
+            let row = output_row(sample, scored, &self.rubric, &self.aggregator);
+            serde_json::to_writer(&mut out.bytes, &row).map_err(|e| {
+                line_error(self.path, line, format!("its output row is not JSON: {e}"))
+            })?;
+            out.bytes.push(b'\n');
+            let hash = id_hash(&self.hasher, &sample.id);
+            let failed = scored.error.is_some();
+            out.rows
+                .push((line, sample.id.clone(), hash, scored.total, failed));
+        }
+        self.clock.add(&self.clock.format, started);
+        Ok(out)
     }
-    Ok(totals)
+}
+
+/// The writing end: chunks in input order, ids checked on the way.
+struct Ordered<'a> {
+    output: &'a mut dyn Write,
+    output_name: &'a Path,
+    path: &'a Path,
+    clock: &'a Clocks,
+    on_batch: &'a (dyn Fn(usize) + Sync),
+    ids: HashSet<u128>,
+    totals: StreamTotals,
+}
+
+impl Ordered<'_> {
+    fn write(&mut self, chunk: ChunkOut) -> Result<()> {
+        let started = Instant::now();
+        for (line, id, hash, total, failed) in &chunk.rows {
+            if !self.ids.insert(*hash) {
+                return Err(line_error(self.path, *line, format!("duplicate id {id:?}")));
+            }
+            self.totals.add(*total, *failed);
+        }
+        self.output
+            .write_all(&chunk.bytes)
+            .map_err(|e| FileError::io("writing", self.output_name, e))?;
+        self.clock.add(&self.clock.write, started);
+        (self.on_batch)(chunk.rows.len());
+        Ok(())
+    }
+
+    /// Writes chunks as the workers finish them, each once those before it
+    /// are written, and opens the reader's window as it goes.
+    fn write_as_done(
+        &mut self,
+        done: mpsc::Receiver<(usize, Result<ChunkOut>)>,
+        (written, room): (&Mutex<usize>, &Condvar),
+    ) -> Result<()> {
+        let mut waiting: BTreeMap<usize, Result<ChunkOut>> = BTreeMap::new();
+        let mut next = 0;
+        for (index, chunk) in done {
+            waiting.insert(index, chunk);
+            while let Some(chunk) = waiting.remove(&next) {
+                self.write(chunk?)?;
+                next += 1;
+                *written.lock().unwrap_or_else(|e| e.into_inner()) = next;
+                room.notify_all();
+            }
+        }
+        Ok(())
+    }
 }
 
 fn line_error(path: &Path, line: usize, message: String) -> RuntimeError {
