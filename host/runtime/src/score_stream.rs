@@ -4,7 +4,7 @@
 //! plugins, each output row's JSON), so `threads` workers keep that many
 //! cores busy. Output rows keep the input's order. At most a few chunks per
 //! worker are held at once, whatever the file's size; what grows with the
-//! file is 16 bytes per row, to tell a repeated id.
+//! file is the set of 128-bit id hashes that tells a repeated id.
 
 use crate::Provenance;
 use crate::error::{Result, RuntimeError};
