@@ -2,7 +2,9 @@
 //! file and machine: a HealthBench-style batch (three real samples, each
 //! rubric item one YES/NO query, a sample's queries sharing their prefix up
 //! to `# Rubric items`), answered
-//! - in this process, with prefix reuse and without;
+//! - in this process, with prefix reuse and without, and with prefix
+//!   reuse but one query per call (so no two prompts share a pass: what
+//!   the shared-prefix passes add);
 //! - by llama-server over HTTP at concurrency 1 and 4 (its prompt cache
 //!   on, as by default; it is the anchor, measured in the same run).
 //!
@@ -63,14 +65,21 @@ fn queries() -> Vec<ModelRequest> {
     queries
 }
 
-/// Best queries/s and prompt tokens/s of `ROUNDS` runs of `queries`.
-fn measure(name: &str, backend: &str, queries: &[ModelRequest]) -> (f64, f64) {
+/// Best queries/s and prompt tokens/s of `ROUNDS` runs of `queries`,
+/// asked as one batch or (`one_by_one`) a query per call.
+fn measure(name: &str, backend: &str, queries: &[ModelRequest], one_by_one: bool) -> (f64, f64) {
     let mut best = (0.0f64, 0.0f64);
     for _ in 0..ROUNDS {
         let config = format!("[judges.judge]\nbackend = {backend}\n");
         let judges = Judges::new(&JudgesConfig::parse(&config, "bench.toml").unwrap()).unwrap();
         let started = Instant::now();
-        let answers = judges.ask("judge", queries);
+        let answers = match one_by_one {
+            true => queries
+                .iter()
+                .flat_map(|q| judges.ask("judge", std::slice::from_ref(q)))
+                .collect(),
+            false => judges.ask("judge", queries),
+        };
         let seconds = started.elapsed().as_secs_f64();
         let failed = answers.iter().filter(|a| a.is_err()).count();
         assert_eq!(
@@ -113,14 +122,21 @@ fn main() {
             "{{ kind = \"openai-http\", base_url = {url:?}, model = \"m\", concurrency = {c} }}"
         )
     };
-    let anchor1 = measure("llama-server, concurrency 1", &http(1), &queries);
-    let anchor4 = measure("llama-server, concurrency 4", &http(4), &queries);
-    let reuse = measure("local, prefix reuse", &local(8), &queries);
-    let plain = measure("local, no prefix reuse", &local(0), &queries);
+    let anchor1 = measure("llama-server, concurrency 1", &http(1), &queries, false);
+    let anchor4 = measure("llama-server, concurrency 4", &http(4), &queries, false);
+    let reuse = measure("local, prefix reuse", &local(8), &queries, false);
+    let alone = measure(
+        "local, prefix reuse, one per call",
+        &local(8),
+        &queries,
+        true,
+    );
+    let plain = measure("local, no prefix reuse", &local(0), &queries, false);
     println!(
-        "ratio local (reuse) / llama-server: {:.2}x at concurrency 1, {:.2}x at 4; prefix reuse gains {:.2}x",
+        "ratio local (reuse) / llama-server: {:.2}x at concurrency 1, {:.2}x at 4; prefix reuse gains {:.2}x; shared-prefix passes {:.2}x",
         reuse.0 / anchor1.0,
         reuse.0 / anchor4.0,
-        reuse.0 / plain.0
+        reuse.0 / plain.0,
+        reuse.0 / alone.0
     );
 }
