@@ -81,13 +81,6 @@ impl JudgeDecoder {
     }
 }
 
-/// Rotary tables and mask of one kind of layer for one forward pass.
-pub(super) struct Attention {
-    pub(super) cos: Tensor,
-    pub(super) sin: Tensor,
-    pub(super) mask: Option<Tensor>,
-}
-
 pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
     candle_nn::ops::rms_norm(x, weight, eps as f32).map_err(e)
 }

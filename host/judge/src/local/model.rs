@@ -232,62 +232,9 @@ impl JudgeDecoder {
         cache: &mut KvCache,
         keep: usize,
     ) -> Result<Vec<Vec<f32>>> {
-        let past = cache.len;
-        let t = tokens.len();
-        if t == 0 || keep == 0 || keep > t {
-            return Err(format!("forward of {t} tokens keeping {keep}"));
-        }
-        if past + t > self.context_length {
-            return Err(format!(
-                "{} tokens exceed the context length {}",
-                past + t,
-                self.context_length
-            ));
-        }
-        let mut x = self.embed(tokens)?.unsqueeze(0).map_err(e)?;
-        let global = Attention {
-            cos: self.cos.narrow(0, past, t).map_err(e)?,
-            sin: self.sin.narrow(0, past, t).map_err(e)?,
-            mask: attention_mask(t, past, None, &self.device)?,
-        };
-        let local = match &self.local {
-            Some((cos, sin, window)) => Some(Attention {
-                cos: cos.narrow(0, past, t).map_err(e)?,
-                sin: sin.narrow(0, past, t).map_err(e)?,
-                mask: attention_mask(t, past, Some(*window), &self.device)?,
-            }),
-            None => None,
-        };
-        let mut next_layers = Vec::with_capacity(self.layers.len());
-        for (i, layer) in self.layers.iter().enumerate() {
-            let at = match (&local, layer.sliding) {
-                (Some(local), true) => local,
-                _ => &global,
-            };
-            let h = rms_norm(&x, &layer.attn_norm, self.eps)?;
-            let (q, k, v) = self.query_key_value(layer, &h, (1, t), &at.cos, &at.sin)?;
-            let (k, v) = match cache.layers.get(i) {
-                Some((pk, pv)) => (
-                    Tensor::cat(&[pk, &k], 2).map_err(e)?,
-                    Tensor::cat(&[pv, &v], 2).map_err(e)?,
-                ),
-                None => (k, v),
-            };
-            next_layers.push((k.clone(), v.clone()));
-            let attended = self
-                .attend(&q, &k, &v, &at.mask)?
-                .transpose(1, 2)
-                .and_then(|a| a.reshape((1, t, self.heads * self.head_dim)))
-                .map_err(e)?;
-            x = self.finish_block(layer, x, &attended)?;
-        }
-        cache.layers = next_layers;
-        cache.len = past + t;
-        let last = x.narrow(1, t - keep, keep).map_err(e)?;
-        self.log_probs(&last)?
-            .squeeze(0)
-            .and_then(|t| t.to_vec2())
-            .map_err(e)
+        let (rows, extended) = self.forward_each(cache, &[tokens], keep)?.remove(0);
+        *cache = extended;
+        Ok(rows)
     }
 
     /// One new token for each of several sequences at once: the weight
@@ -410,5 +357,5 @@ impl JudgeDecoder {
     }
 }
 
-pub(super) use super::attention::{Attention, post_norm, rms_norm};
+pub(super) use super::attention::{post_norm, rms_norm};
 pub(super) use super::tables::{attention_mask, rotary_tables};

@@ -172,9 +172,28 @@ impl JudgeDecoder {
         prefix: &KvCache,
         suffixes: &[&[u32]],
     ) -> Result<Vec<(Vec<f32>, KvCache)>> {
+        Ok(self
+            .forward_each(prefix, suffixes, 1)?
+            .into_iter()
+            .map(|(mut rows, cache)| (rows.remove(0), cache))
+            .collect())
+    }
+
+    /// [`JudgeDecoder::forward_suffixes`] keeping the next-token
+    /// log-probabilities after each suffix's last `keep` positions (one
+    /// suffix of many kept positions is a plain forward pass).
+    pub(super) fn forward_each(
+        &self,
+        prefix: &KvCache,
+        suffixes: &[&[u32]],
+        keep: usize,
+    ) -> Result<Vec<(Vec<Vec<f32>>, KvCache)>> {
         let past = prefix.len;
-        if suffixes.is_empty() || suffixes.iter().any(|s| s.is_empty()) {
-            return Err("a shared-prefix pass needs suffixes of at least one token".into());
+        if keep == 0 || suffixes.is_empty() || suffixes.iter().any(|s| s.len() < keep) {
+            return Err(format!(
+                "a forward pass needs suffixes of at least {} token(s) to keep",
+                keep.max(1)
+            ));
         }
         if let Some(long) = suffixes
             .iter()
@@ -244,30 +263,31 @@ impl JudgeDecoder {
                 .map_err(e)?;
             x = self.finish_block(layer, x, &attended)?;
         }
-        let lasts: Vec<u32> = spans.iter().map(|&(s, len)| (s + len - 1) as u32).collect();
-        let lasts = Tensor::new(lasts.as_slice(), &self.device).map_err(e)?;
+        let kept: Vec<u32> = spans
+            .iter()
+            .flat_map(|&(s, len)| (s + len - keep..s + len).map(|p| p as u32))
+            .collect();
+        let kept = Tensor::new(kept.as_slice(), &self.device).map_err(e)?;
         let last = x
             .squeeze(0)
-            .and_then(|x| x.index_select(&lasts, 0))
+            .and_then(|x| x.index_select(&kept, 0))
             .and_then(|x| x.unsqueeze(0))
             .map_err(e)?;
-        let rows = self
+        let mut rows = self
             .log_probs(&last)?
             .squeeze(0)
             .and_then(|t| t.to_vec2::<f32>())
-            .map_err(e)?;
-        Ok(rows
+            .map_err(e)?
+            .into_iter();
+        Ok(caches
             .into_iter()
-            .zip(caches)
             .zip(&spans)
-            .map(|((row, layers), &(_, len))| {
-                (
-                    row,
-                    KvCache {
-                        layers,
-                        len: past + len,
-                    },
-                )
+            .map(|(layers, &(_, len))| {
+                let cache = KvCache {
+                    layers,
+                    len: past + len,
+                };
+                (rows.by_ref().take(keep).collect(), cache)
             })
             .collect())
     }
