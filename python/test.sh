@@ -41,6 +41,8 @@ rm -f "$build_log"
 "${pip[@]}" --force-reinstall --no-deps "$(ls -t "$root"/target/wheels/verifine-*.whl | head -1)"
 cargo build --quiet -p verifine
 cd python/tests
+# A passing test's temporary directory goes when it ends: the training tests
+# write checkpoints of hundreds of megabytes each.
 VERIFINE_BIN=${VERIFINE_BIN:-$root/target/debug/verifine} \
     VERIFINE_TEST_CACHE=${VERIFINE_TEST_CACHE:-$root/target/python-test-cache} \
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -o tmp_path_retention_policy=failed "$@"
