@@ -211,6 +211,60 @@ fn agree_names_file_and_line_of_a_bad_field() {
 }
 
 #[test]
+fn agree_reads_files_of_many_chunks_and_names_lines_as_the_file_has_them() {
+    let dir = scratch_dir("agree-chunks");
+    let (pred, gold) = (dir.join("p.jsonl"), dir.join("g.jsonl"));
+    // More rows than one chunk of lines holds, predictions in reverse order
+    // with a blank line before every hundredth, the score nested.
+    let n = 20_000;
+    let pred_line = |i: usize, score: serde_json::Value| {
+        let row =
+            json!({"id": format!("q{i}"), "judge": {"score": score}, "response": "x".repeat(40)});
+        format!("{}{row}\n", if i % 100 == 0 { "\n" } else { "" })
+    };
+    let pred_text: String = (0..n)
+        .rev()
+        .map(|i| pred_line(i, json!((i % 10) as f64 / 10.0)))
+        .collect();
+    std::fs::write(&pred, &pred_text).unwrap();
+    let mut gold_text: String = (0..n)
+        .map(|i| format!("{}\n", json!({"id": format!("q{i}"), "label": i % 3 == 0})))
+        .collect();
+    // A label that is no label, on a row no prediction joins: not an error.
+    gold_text += &format!("{}\n", json!({"id": "unjoined", "label": "yes"}));
+    std::fs::write(&gold, gold_text).unwrap();
+    let args = AgreeArgs {
+        pred_field: "judge.score".into(),
+        threshold: Some(0.5),
+        resamples: 20,
+        ..AgreeArgs::new(pred.clone(), gold.clone())
+    };
+    let report = agree(&args).unwrap();
+    let agreeing = (0..n).filter(|i| (i % 10 >= 5) == (i % 3 == 0)).count();
+    assert_eq!(
+        (report.n, report.unmatched_pred, report.unmatched_gold),
+        (n, 0, 1)
+    );
+    assert_eq!(report.metrics["accuracy"].value, agreeing as f64 / n as f64);
+
+    // A bad value deep in the file: its line counts the blank lines above.
+    let bad = 123;
+    let text: String = (0..n)
+        .rev()
+        .map(|i| pred_line(i, if i == bad { json!("high") } else { json!(0.5) }))
+        .collect();
+    std::fs::write(&pred, text).unwrap();
+    let err = agree(&args).unwrap_err().to_string();
+    let rows_above = n - 1 - bad;
+    let blanks_above = (bad + 1..n).filter(|i| i % 100 == 0).count();
+    let line = rows_above + blanks_above + 1;
+    assert!(
+        err.contains(&format!("p.jsonl:{line}: field \"judge.score\"")),
+        "{err}"
+    );
+}
+
+#[test]
 fn agree_refuses_a_nan_threshold_and_duplicate_ids_in_either_file() {
     let dir = scratch_dir("agree-hostile");
     let (pred, gold) = (dir.join("p.jsonl"), dir.join("g.jsonl"));
@@ -350,7 +404,7 @@ fn a_streamed_score_keeps_input_order_at_any_thread_count_and_stops_at_a_bad_row
     let cases = [
         (bad_row, "in.jsonl:502:"),
         (bad_early, "in.jsonl:2:"),
-        (repeated_id, "in.jsonl:501: duplicate id \"r3\""),
+        (repeated_id.clone(), "in.jsonl:501: duplicate id \"r3\""),
     ];
     for (text, expected) in cases {
         std::fs::write(dir.join("in.jsonl"), text).unwrap();
@@ -361,5 +415,26 @@ fn a_streamed_score_keeps_input_order_at_any_thread_count_and_stops_at_a_bad_row
             let kept = std::fs::read_to_string(dir.join("out.jsonl")).unwrap();
             assert_eq!(kept, "previous results\n");
         }
+    }
+
+    // Past `ids_in_memory` the ids spill to a scratch file: the output is
+    // the same, and an id repeated across the spill is still refused.
+    std::fs::write(dir.join("spill.toml"), "[scoring]\nids_in_memory = 8\n").unwrap();
+    let spilling = |threads| ScoreArgs {
+        config: Some(dir.join("spill.toml")),
+        ..with(threads, 16)
+    };
+    std::fs::write(dir.join("in.jsonl"), &lines).unwrap();
+    for threads in [1, 3] {
+        score(&spilling(threads)).unwrap();
+        assert!(std::fs::read(dir.join("out.jsonl")).unwrap() == written);
+    }
+    std::fs::write(dir.join("in.jsonl"), &repeated_id).unwrap();
+    for threads in [1, 3] {
+        let err = format!("{:#}", score(&spilling(threads)).unwrap_err());
+        assert!(
+            err.contains("in.jsonl:501: duplicate id: line 501's id repeats line 4's"),
+            "{err}"
+        );
     }
 }

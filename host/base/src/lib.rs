@@ -2,8 +2,8 @@
 //! plugin a setting names ([`PluginSpec`], [`PluginSlot`]), which revision
 //! produced a result ([`Provenance`]), the seeded generator behind every
 //! reproducible draw ([`SplitMix64`]), files that are never left half
-//! written ([`files`]), and the font every plot draws its text with
-//! ([`PLOT_FONT`]).
+//! written ([`files`]), repeated ids in files of any size ([`SeenIds`]),
+//! and the font every plot draws its text with ([`PLOT_FONT`]).
 //!
 //! The sandbox runtime (wasmtime) and training (candle) both sit on this
 //! crate, so it depends on neither.
@@ -13,10 +13,12 @@
 pub mod files;
 mod plugin;
 mod rng;
+pub mod seen_ids;
 
 pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
 pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance};
 pub use rng::{SplitMix64, os_random_u64};
+pub use seen_ids::{IdHasher, Repeat, SeenIds};
 
 /// DejaVu Sans Mono (see `assets/DejaVuSansMono.LICENSE`), bundled so
 /// plots (training curves, co-evolution reports, verifier screens) need no

@@ -28,17 +28,43 @@ impl SplitMix64 {
         self.0
     }
 
+    /// The generator `SplitMix64::new(seed)` becomes after `draws` draws,
+    /// in one step: threads that split a stream's draws between them (the
+    /// bootstrap's resamples) give what one thread drawing them all gives.
+    pub fn after_draws(seed: u64, draws: u64) -> Self {
+        SplitMix64(seed.wrapping_add(draws.wrapping_mul(Self::GAMMA)))
+    }
+
+    const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
     /// The next 64 pseudo-random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.0 = self.0.wrapping_add(Self::GAMMA);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
 
-    /// Uniform in `0..n` (n > 0), by Lemire's multiply-shift.
+    /// Uniform in `0..n` (n > 0), by Lemire's multiply-shift: one draw,
+    /// always.
     pub fn below(&mut self, n: usize) -> usize {
         ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SplitMix64;
+
+    #[test]
+    fn after_draws_continues_the_stream_where_the_draws_leave_it() {
+        let mut one = SplitMix64::new(42);
+        for draws in 0..100u64 {
+            assert_eq!(
+                SplitMix64::after_draws(42, draws).next_u64(),
+                one.next_u64()
+            );
+        }
     }
 }

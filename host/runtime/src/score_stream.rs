@@ -3,16 +3,15 @@
 //! writing the bytes runs on the worker threads (each line's JSON, the
 //! plugins, each output row's JSON), so `threads` workers keep that many
 //! cores busy. Output rows keep the input's order. At most a few chunks per
-//! worker are held at once, whatever the file's size; what grows with the
-//! file is the set of 128-bit id hashes that tells a repeated id.
+//! worker are held at once, and the ids seen spill to a scratch file past
+//! a bound ([`SeenIds`]), so memory stays flat whatever the file's size.
 
 use crate::Provenance;
 use crate::error::{Result, RuntimeError};
 use crate::rows::{output_row, parse_input_line};
 use crate::scorer_pool::ScorerPool;
 use crate::scoring::Scorer;
-use std::collections::{BTreeMap, HashSet};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::ops::Range;
 use std::path::Path;
@@ -20,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 use std::time::Instant;
 use verifine_base::files::{FileError, JsonlLines, line_text};
+use verifine_base::{IdHasher, Repeat, SeenIds};
 
 /// Chunks each worker may have between being read and being written.
 const CHUNKS_PER_WORKER: usize = 4;
@@ -94,6 +94,8 @@ pub struct StreamSettings {
     pub batch_size: usize,
     /// Worker threads.
     pub threads: usize,
+    /// Ids held in memory before they spill ([`SeenIds::with_limit`]).
+    pub ids_in_memory: usize,
 }
 
 /// One chunk's output, ready to write.
@@ -143,7 +145,7 @@ pub fn score_stream(
     let context = ChunkContext {
         path,
         clock: &clock,
-        hasher: std::collections::hash_map::RandomState::new(),
+        id_hasher: IdHasher::new(),
         rubric: pool.function().rubric.provenance(),
         aggregator: pool.function().aggregator.provenance(),
     };
@@ -153,7 +155,7 @@ pub fn score_stream(
         path,
         clock: &clock,
         on_batch,
-        ids: HashSet::new(),
+        ids: SeenIds::with_limit(settings.ids_in_memory, &std::env::temp_dir()),
         totals: StreamTotals::default(),
     };
     let mut lines = JsonlLines::new(input, path);
@@ -172,7 +174,7 @@ pub fn score_stream(
         })();
         pool.put(scorer);
         run?;
-        return Ok((ordered.totals, clock.seconds()));
+        return ordered.finish(&clock);
     }
     let workers = settings.threads;
     let window = workers * CHUNKS_PER_WORKER;
@@ -243,20 +245,20 @@ pub fn score_stream(
         let read = reader.join().unwrap_or(Err(RuntimeError::WorkerPanicked));
         written_out?;
         read?;
-        Ok((ordered.totals, clock.seconds()))
+        ordered.finish(&clock)
     })
 }
 
 /// What every worker needs to turn a chunk into output.
-struct ChunkContext<'a, H> {
+struct ChunkContext<'a> {
     path: &'a Path,
     clock: &'a Clocks,
-    hasher: H,
+    id_hasher: IdHasher,
     rubric: Provenance,
     aggregator: Provenance,
 }
 
-impl<H: BuildHasher> ChunkContext<'_, H> {
+impl ChunkContext<'_> {
     /// Parses, scores and formats one chunk.
     fn run(&self, scorer: &mut Scorer, chunk: &RawChunk) -> Result<ChunkOut> {
         let started = Instant::now();
@@ -286,7 +288,7 @@ impl<H: BuildHasher> ChunkContext<'_, H> {
                 line_error(self.path, line, format!("its output row is not JSON: {e}"))
             })?;
             out.bytes.push(b'\n');
-            let hash = id_hash(&self.hasher, &sample.id);
+            let hash = self.id_hasher.hash(&sample.id);
             let failed = scored.error.is_some();
             out.rows
                 .push((line, sample.id.clone(), hash, scored.total, failed));
@@ -303,7 +305,7 @@ struct Ordered<'a> {
     path: &'a Path,
     clock: &'a Clocks,
     on_batch: &'a (dyn Fn(usize) + Sync),
-    ids: HashSet<u128>,
+    ids: SeenIds,
     totals: StreamTotals,
 }
 
@@ -311,8 +313,9 @@ impl Ordered<'_> {
     fn write(&mut self, chunk: ChunkOut) -> Result<()> {
         let started = Instant::now();
         for (line, id, hash, total, failed) in &chunk.rows {
-            if !self.ids.insert(*hash) {
-                return Err(line_error(self.path, *line, format!("duplicate id {id:?}")));
+            if let Some(repeat) = self.ids.insert(*hash, *line)? {
+                let id = (repeat.again == *line).then_some(id.as_str());
+                return Err(repeat_error(self.path, repeat, id));
             }
             self.totals.add(*total, *failed);
         }
@@ -322,6 +325,15 @@ impl Ordered<'_> {
         self.clock.add(&self.clock.write, started);
         (self.on_batch)(chunk.rows.len());
         Ok(())
+    }
+
+    /// After the last chunk: a repeat across the ids that spilled is an
+    /// error too (the output, written to a temporary file, is dropped).
+    fn finish(self, clock: &Clocks) -> Result<(StreamTotals, StageSeconds)> {
+        if let Some(repeat) = self.ids.finish()? {
+            return Err(repeat_error(self.path, repeat, None));
+        }
+        Ok((self.totals, clock.seconds()))
     }
 
     /// Writes chunks as the workers finish them, each once those before it
@@ -354,16 +366,16 @@ fn line_error(path: &Path, line: usize, message: String) -> RuntimeError {
     })
 }
 
-/// 128 bits of a keyed hash of an id: two ids collide with probability
-/// about 2⁻¹²⁸ per pair.
-fn id_hash(hasher: &impl BuildHasher, id: &str) -> u128 {
-    let half = |salt: u8| {
-        let mut h = hasher.build_hasher();
-        salt.hash(&mut h);
-        id.hash(&mut h);
-        h.finish()
+/// The repeating line's error; its id is named where the caller has it.
+fn repeat_error(path: &Path, repeat: Repeat, id: Option<&str>) -> RuntimeError {
+    let message = match id {
+        Some(id) => format!("duplicate id {id:?} (first on line {})", repeat.first),
+        None => format!(
+            "duplicate id: line {}'s id repeats line {}'s",
+            repeat.again, repeat.first
+        ),
     };
-    (u128::from(half(0)) << 64) | u128::from(half(1))
+    line_error(path, repeat.again, message)
 }
 
 /// Nanoseconds per stage, added from every thread.

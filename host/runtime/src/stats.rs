@@ -7,6 +7,9 @@
 use serde::Serialize;
 use verifine_base::SplitMix64;
 
+mod bootstrap;
+pub use bootstrap::{bootstrap, bootstrap_many, percentile};
+
 /// Whether a reward agrees with a label: it exists, and (reward ≥
 /// `threshold`) equals the label. A failed score never agrees. The one rule
 /// behind canary agreement, disputed cases and `plugin diff`.
@@ -49,51 +52,6 @@ fn finite_or_null<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error
     } else {
         s.serialize_none()
     }
-}
-
-/// The statistic on the full sample, with a 95% percentile interval from
-/// `resamples` bootstrap resamples of the indices `0..n`.
-pub fn bootstrap(
-    n: usize,
-    resamples: usize,
-    seed: u64,
-    statistic: impl Fn(&[usize]) -> f64,
-) -> Estimate {
-    let all: Vec<usize> = (0..n).collect();
-    let value = statistic(&all);
-    if n == 0 || resamples == 0 {
-        return Estimate {
-            value,
-            ci_low: f64::NAN,
-            ci_high: f64::NAN,
-        };
-    }
-    let mut rng = SplitMix64::new(seed);
-    let mut indices = vec![0; n];
-    let mut values: Vec<f64> = (0..resamples)
-        .map(|_| {
-            indices.iter_mut().for_each(|i| *i = rng.below(n));
-            statistic(&indices)
-        })
-        .filter(|v| v.is_finite())
-        .collect();
-    values.sort_by(f64::total_cmp);
-    Estimate {
-        value,
-        ci_low: percentile(&values, 0.025),
-        ci_high: percentile(&values, 0.975),
-    }
-}
-
-/// Linear-interpolated percentile of sorted values (NaN when empty).
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let position = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let low = position.floor() as usize;
-    let high = position.ceil() as usize;
-    sorted[low] + (sorted[high] - sorted[low]) * (position - low as f64)
 }
 
 /// Mean and the standard deviation of the mean over bootstrap resamples.

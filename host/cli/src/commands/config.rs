@@ -36,6 +36,10 @@ pub struct ScoringOptions {
     pub batch_size: usize,
     /// Worker threads; 0 means one per core.
     pub threads: usize,
+    /// Row ids held in memory (about 48 bytes each) before they spill to a
+    /// scratch file in the temporary directory; a repeated id is found
+    /// either way.
+    pub ids_in_memory: usize,
 }
 
 impl Default for ScoringOptions {
@@ -43,6 +47,7 @@ impl Default for ScoringOptions {
         ScoringOptions {
             batch_size: 64,
             threads: 0,
+            ids_in_memory: verifine_base::SeenIds::DEFAULT_LIMIT,
         }
     }
 }

@@ -182,6 +182,7 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
     let settings = StreamSettings {
         batch_size: args.batch_size.unwrap_or(config.scoring.batch_size),
         threads,
+        ids_in_memory: config.scoring.ids_in_memory,
     };
     let bar = if args.progress {
         ProgressBar::new_spinner()

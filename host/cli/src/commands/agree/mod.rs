@@ -1,14 +1,15 @@
 //! `verifine agree`: how well predictions (a judge's scores) agree with gold
 //! labels (human or golden-verifier), with bootstrap confidence intervals.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
-use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use verifine_base::files::{id_string, read_jsonl};
-use verifine_runtime::stats::{Confusion, Estimate, bootstrap, mae, pearson, spearman};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use verifine_runtime::stats::{Confusion, Estimate, bootstrap_many, mae, pearson, spearman};
+
+mod join;
+use join::{Field, Side, join};
 
 /// Agreement of predictions with gold labels, with 95% bootstrap intervals.
 #[derive(Debug, Clone, Args)]
@@ -120,47 +121,6 @@ impl std::fmt::Display for AgreeReport {
     }
 }
 
-/// A field's value: a label or a number.
-#[derive(Debug, Clone, Copy)]
-enum Field {
-    Label(bool),
-    Number(f64),
-}
-
-fn lookup<'a>(row: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(row, |v, key| v.get(key))
-}
-
-fn read_field(row: &Value, path: &str, file: &Path, line: usize) -> Result<Option<Field>> {
-    match lookup(row, path) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(Field::Label(*b))),
-        Some(Value::Number(n)) => Ok(n.as_f64().map(Field::Number)),
-        Some(other) => bail!(
-            "{}:{line}: field {path:?} must be a number or a boolean, found {other}",
-            file.display()
-        ),
-    }
-}
-
-/// Rows keyed by id, keeping file order and line numbers.
-fn rows_by_id(path: &Path) -> Result<Vec<(String, usize, Value)>> {
-    let rows: Vec<Value> = read_jsonl(path)?;
-    rows.into_iter()
-        .enumerate()
-        .map(|(i, row)| {
-            let id = row.get("id").and_then(id_string).ok_or_else(|| {
-                anyhow!(
-                    "{}: row {}: no string or number `id`",
-                    path.display(),
-                    i + 1
-                )
-            })?;
-            Ok((id, i + 1, row))
-        })
-        .collect()
-}
-
 /// Joins predictions with gold labels on `id` and computes agreement.
 pub fn agree(args: &AgreeArgs) -> Result<AgreeReport> {
     if let Some(t) = args.threshold
@@ -168,45 +128,24 @@ pub fn agree(args: &AgreeArgs) -> Result<AgreeReport> {
     {
         bail!("--threshold must be a finite number, not {t}");
     }
-    let pred_rows = rows_by_id(&args.pred)?;
-    let gold_rows = rows_by_id(&args.gold)?;
-    let mut gold_index: HashMap<&str, (usize, &Value)> = HashMap::new();
-    for (id, line, row) in &gold_rows {
-        if gold_index.insert(id, (*line, row)).is_some() {
-            bail!("{}:{line}: duplicate id {id:?}", args.gold.display());
-        }
-    }
-    // A duplicate id is an error in either file, whether or not the other
-    // file has that id.
-    let mut pred_ids = std::collections::HashSet::new();
-    for (id, line, _) in &pred_rows {
-        if !pred_ids.insert(id.as_str()) {
-            bail!("{}:{line}: duplicate id {id:?}", args.pred.display());
-        }
-    }
-
-    let mut pairs = Vec::new();
-    let mut matched = std::collections::HashSet::new();
-    let mut missing_values = 0;
-    for (id, line, row) in &pred_rows {
-        let Some((gold_line, gold_row)) = gold_index.get(id.as_str()) else {
-            continue;
-        };
-        matched.insert(id.as_str());
-        let pred = read_field(row, &args.pred_field, &args.pred, *line)?;
-        let gold = read_field(gold_row, &args.gold_field, &args.gold, *gold_line)?;
-        match (pred, gold) {
-            (Some(p), Some(g)) => pairs.push((p, g)),
-            _ => missing_values += 1,
-        }
-    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pred = Side {
+        path: &args.pred,
+        field: &args.pred_field,
+    };
+    let gold = Side {
+        path: &args.gold,
+        field: &args.gold_field,
+    };
+    let joined = join(pred, gold, threads)?;
+    let pairs = &joined.pairs;
     if pairs.is_empty() {
         bail!(
             "no rows to compare: {} predictions and {} gold rows share {} ids with both fields \
              ({:?} / {:?}) present",
-            pred_rows.len(),
-            gold_rows.len(),
-            matched.len(),
+            joined.pred_rows,
+            joined.gold_rows,
+            joined.matched,
             args.pred_field,
             args.gold_field
         );
@@ -246,9 +185,9 @@ pub fn agree(args: &AgreeArgs) -> Result<AgreeReport> {
         mode,
         threshold,
         metrics,
-        unmatched_pred: pred_rows.len() - matched.len(),
-        unmatched_gold: gold_rows.len() - matched.len(),
-        missing_values,
+        unmatched_pred: joined.pred_rows - joined.matched,
+        unmatched_gold: joined.gold_rows - joined.matched,
+        missing_values: joined.missing_values,
     })
 }
 
@@ -272,14 +211,15 @@ pub fn binary_metrics(
         ("f1", Confusion::f1),
         ("balanced_f1", Confusion::balanced_f1),
     ];
+    // One confusion matrix per resample serves every metric.
+    let estimates = bootstrap_many(pred.len(), resamples, seed, |idx| {
+        let confusion = Confusion::from_pairs(pred, gold, idx);
+        metrics.map(|(_, metric)| metric(&confusion))
+    });
     metrics
         .iter()
-        .map(|(name, metric)| {
-            let estimate = bootstrap(pred.len(), resamples, seed, |idx| {
-                metric(&Confusion::from_pairs(pred, gold, idx))
-            });
-            (name.to_string(), estimate)
-        })
+        .zip(estimates)
+        .map(|((name, _), estimate)| (name.to_string(), estimate))
         .collect()
 }
 
@@ -292,11 +232,12 @@ pub fn continuous_metrics(
 ) -> BTreeMap<String, Estimate> {
     let metrics: [ContinuousMetric; 3] =
         [("pearson", pearson), ("spearman", spearman), ("mae", mae)];
+    let estimates = bootstrap_many(pred.len(), resamples, seed, |idx| {
+        metrics.map(|(_, metric)| metric(pred, gold, idx))
+    });
     metrics
         .iter()
-        .map(|(name, metric)| {
-            let estimate = bootstrap(pred.len(), resamples, seed, |idx| metric(pred, gold, idx));
-            (name.to_string(), estimate)
-        })
+        .zip(estimates)
+        .map(|((name, _), estimate)| (name.to_string(), estimate))
         .collect()
 }
