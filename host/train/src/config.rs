@@ -156,7 +156,9 @@ pub struct GrpoPhase {
     pub steps: usize,
     /// Distinct prompts per update (each gets `num_generations` completions).
     pub prompts_per_step: usize,
-    /// Longest completion (per answer turn with self-verification).
+    /// Longest completion (per answer turn with self-verification). TRL's
+    /// name, `max_completion_length`, is accepted too.
+    #[serde(alias = "max_completion_length")]
     pub max_new_tokens: usize,
     /// Sampling temperature of rollouts.
     pub temperature: f64,

@@ -22,13 +22,17 @@ pub enum ScaleRewards {
     None,
 }
 
-/// How per-token losses are reduced (`loss_type`).
+/// How per-token losses are reduced (`loss_type`). The names are verl's;
+/// TRL's `dapo` and `bnpo` (the same mean on one process) and `grpo` are
+/// accepted for them, so a TRL config carries over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LossType {
     /// Mean over every completion token of the batch (DAPO).
+    #[serde(alias = "dapo", alias = "bnpo")]
     TokenMean,
     /// Mean over tokens of each sequence, then over sequences (original GRPO).
+    #[serde(alias = "grpo")]
     SeqMeanTokenMean,
     /// Sum over tokens divided by batch size × max completion length (Dr. GRPO).
     #[serde(rename = "dr_grpo")]
@@ -392,5 +396,22 @@ mod tests {
         assert!((value(LossType::TokenMean) - 10.0 / 5.0).abs() < 1e-6);
         assert!((value(LossType::SeqMeanTokenMean) - (2.0 + 2.0) / 2.0).abs() < 1e-6);
         assert!((value(LossType::DrGrpo) - 10.0 / 6.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn trl_option_names_are_accepted() {
+        let loss_type = |name: &str| {
+            toml::from_str::<GrpoConfig>(&format!("loss_type = {name:?}"))
+                .unwrap()
+                .loss_type
+        };
+        assert_eq!(loss_type("grpo"), LossType::SeqMeanTokenMean);
+        assert_eq!(loss_type("dapo"), LossType::TokenMean);
+        assert_eq!(loss_type("bnpo"), LossType::TokenMean);
+        assert_eq!(loss_type("dr_grpo"), LossType::DrGrpo);
+        assert_eq!(loss_type("seq-mean-token-mean"), LossType::SeqMeanTokenMean);
+        assert!(toml::from_str::<GrpoConfig>("loss_type = \"sum\"").is_err());
+        let phase: crate::config::GrpoPhase = toml::from_str("max_completion_length = 12").unwrap();
+        assert_eq!(phase.max_new_tokens, 12);
     }
 }
