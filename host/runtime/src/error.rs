@@ -39,8 +39,9 @@ pub enum RuntimeError {
     Metadata {
         /// Where the plugin came from.
         origin: String,
-        /// What is wrong (names both versions on a mismatch).
-        error: MetadataError,
+        /// What is wrong (names both versions on a mismatch). Boxed: two
+        /// versions would make every `Result` of the runtime large.
+        error: Box<MetadataError>,
     },
     /// wasmtime could not compile the component.
     #[error("loading plugin {origin}: compiling the component: {message}")]

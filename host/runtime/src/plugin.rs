@@ -271,7 +271,7 @@ impl Runtime {
     pub fn load_bytes(&self, bytes: &[u8], origin: &str) -> Result<Arc<Plugin>> {
         let metadata_error = |error| RuntimeError::Metadata {
             origin: origin.to_string(),
-            error,
+            error: Box::new(error),
         };
         let metadata = read_metadata(bytes).map_err(metadata_error)?;
         check_api(&metadata).map_err(metadata_error)?;
