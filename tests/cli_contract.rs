@@ -220,7 +220,7 @@ fn agree_reads_files_of_many_chunks_and_names_lines_as_the_file_has_them() {
     let pred_line = |i: usize, score: serde_json::Value| {
         let row =
             json!({"id": format!("q{i}"), "judge": {"score": score}, "response": "x".repeat(40)});
-        format!("{}{row}\n", if i % 100 == 0 { "\n" } else { "" })
+        format!("{}{row}\n", if i.is_multiple_of(100) { "\n" } else { "" })
     };
     let pred_text: String = (0..n)
         .rev()

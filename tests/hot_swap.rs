@@ -525,7 +525,7 @@ fn a_watched_revision_that_behaves_passes_its_window_and_stays_live() {
     let mut config = tiny("math-answer", 6);
     config.hot_swap.gate.shadow_steps = 3;
     let (math_answer, _) =
-        verifine_runtime::spec_bytes(&verifine_runtime::PluginSpec::from("math-answer")).unwrap();
+        verifine_runtime::spec_bytes(verifine_runtime::PluginSpec::from("math-answer")).unwrap();
     promote(&run, &math_answer, "math-answer-again.wasm");
     std::fs::remove_file(run.join("config.toml")).unwrap();
     let summary = train(&config, &run).unwrap();

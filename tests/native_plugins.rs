@@ -40,7 +40,7 @@ fn refused_without_opt_in_everywhere() {
     let runtime = Runtime::with_cache(Limits::default(), None).unwrap();
     let err = format!(
         "{:#}",
-        runtime.load(&spec(native::MATH_ANSWER)).err().unwrap()
+        runtime.load(spec(native::MATH_ANSWER)).err().unwrap()
     );
     assert!(err.contains("not sandboxed"), "{err}");
 
@@ -148,7 +148,7 @@ fn a_panic_is_an_error_and_the_plugin_keeps_working() {
         .allow_native(true);
     let function = RewardPlugins::load(
         &runtime,
-        &spec(native::PANICKER),
+        spec(native::PANICKER),
         &serde_json::json!({}),
         None,
         &serde_json::json!({}),

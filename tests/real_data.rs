@@ -170,7 +170,7 @@ fn healthbench_examples_score_through_a_judge_model_with_cost() {
     // characters (the template puts each item on one line).
     let met = |criterion: &str| {
         let words: Vec<&str> = criterion.split_whitespace().collect();
-        words.join(" ").chars().count() % 2 == 0
+        words.join(" ").chars().count().is_multiple_of(2)
     };
     let server = serve(move |_, body| {
         let question = body["messages"][0]["content"].as_str().unwrap_or_default();

@@ -195,10 +195,13 @@ mod tests {
 
     fn run(dispatch: Dispatch, function: u32, input: &[u8]) -> (i32, String) {
         let mut out = NativeBuffer::empty();
+        // SAFETY: `input` is a live slice and `out` an empty buffer, as the
+        // host passes them.
         let status = unsafe { call(function, input.as_ptr(), input.len(), &mut out, dispatch) };
-        let text =
-            String::from_utf8(unsafe { std::slice::from_raw_parts(out.ptr, out.len) }.to_vec())
-                .unwrap();
+        // SAFETY: `call` filled `out` with `len` initialized bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(out.ptr, out.len) }.to_vec();
+        let text = String::from_utf8(bytes).unwrap();
+        // SAFETY: `out` came from `call` and is freed once, as the host does.
         unsafe { free(out) };
         (status, text)
     }

@@ -124,6 +124,10 @@ pub struct PoolDecision {
 /// Assesses the pool: the judge scores the policy's `answers` (per item)
 /// and each target; the curriculum plugin decides; decisions that changed
 /// since `previous` are marked.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is a separate input the round holds; a struct would only rename them"
+)]
 pub fn assess(
     judge: &Judge,
     revision: &JudgeRevision,

@@ -156,7 +156,7 @@ impl StepHook for RoundReward {
             evaluator_score: monitor.heldout_accuracy * 100.0,
             judge_reward: monitor.mean_reward * 100.0,
         };
-        history.push(point.clone());
+        history.push(point);
         let ctx = Context {
             step,
             round: self.round,

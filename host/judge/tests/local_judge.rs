@@ -345,7 +345,7 @@ fn a_batch_decodes_together_as_each_would_alone() {
     let dir = scratch("batch");
     let model = tiny_model(&dir);
     let local = backend(&model, 0);
-    let requests = vec![
+    let requests = [
         ModelRequest {
             top_logprobs: 2,
             ..ModelRequest::new("Is the sky blue?", 12)

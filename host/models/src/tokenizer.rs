@@ -80,7 +80,7 @@ impl TextTokenizer {
                     SpmTokenizer::from_gguf(content).map_err(|e| ModelError::format(path, e))?;
                 let mut specials: Vec<(String, u32)> =
                     specials.into_iter().map(|(t, id, _)| (t, id)).collect();
-                specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+                specials.sort_by_key(|(text, _)| std::cmp::Reverse(text.len()));
                 Ok(TextTokenizer {
                     inner: Inner::Spm {
                         tokenizer: Box::new(tokenizer),

@@ -3,11 +3,10 @@
 //! with 408, one over the limit ends with 413 before it is all read, and
 //! the bytes held by all requests stay within a budget.
 
-use crate::http::{busy, refuse};
+use crate::refusal::Refusal;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
-use axum::response::Response;
 use http_body_util::BodyExt as _;
 use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -34,7 +33,7 @@ pub async fn buffered<'a>(
     max_bytes: usize,
     timeout: Duration,
     budget: Option<&'a Semaphore>,
-) -> Result<(Request, Option<SemaphorePermit<'a>>), Response> {
+) -> Result<(Request, Option<SemaphorePermit<'a>>), Refusal> {
     if let Some(length) = declared_length(&request).filter(|&n| n > max_bytes) {
         return Err(too_large(Some(length), max_bytes));
     }
@@ -43,8 +42,8 @@ pub async fn buffered<'a>(
     let mut held: Option<SemaphorePermit<'a>> = None;
     let read = async {
         while let Some(frame) = body.frame().await {
-            let frame =
-                frame.map_err(|_| refuse(StatusCode::BAD_REQUEST, "the body could not be read"))?;
+            let frame = frame
+                .map_err(|_| Refusal::new(StatusCode::BAD_REQUEST, "the body could not be read"))?;
             let Ok(data) = frame.into_data() else {
                 continue;
             };
@@ -54,7 +53,7 @@ pub async fn buffered<'a>(
             if let Some(budget) = budget {
                 let permits = u32::try_from(data.len()).unwrap_or(u32::MAX);
                 let permit = budget.try_acquire_many(permits).map_err(|_| {
-                    busy("the server holds its limit of body bytes; retry shortly".to_string())
+                    Refusal::busy("the server holds its limit of body bytes; retry shortly")
                 })?;
                 match held.as_mut() {
                     Some(held) => held.merge(permit),
@@ -68,7 +67,7 @@ pub async fn buffered<'a>(
     match tokio::time::timeout(timeout, read).await {
         Ok(Ok(())) => Ok((Request::from_parts(parts, Body::from(bytes)), held)),
         Ok(Err(refusal)) => Err(refusal),
-        Err(_) => Err(refuse(
+        Err(_) => Err(Refusal::new(
             StatusCode::REQUEST_TIMEOUT,
             format!(
                 "the body did not arrive within the server's {} ms",
@@ -78,9 +77,9 @@ pub async fn buffered<'a>(
     }
 }
 
-fn too_large(declared: Option<usize>, max_bytes: usize) -> Response {
+fn too_large(declared: Option<usize>, max_bytes: usize) -> Refusal {
     let size = declared.map_or(String::new(), |n| format!(" {n} bytes,"));
-    refuse(
+    Refusal::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         format!("the body is{size} over the length limit of {max_bytes} bytes"),
     )

@@ -6,7 +6,7 @@
 //! `Origin`, and declare a JSON body (what no simple cross-site form or
 //! `fetch` can send without a preflight the server never grants).
 
-use crate::http::refuse;
+use crate::refusal::Refusal;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -98,7 +98,7 @@ fn split_authority(authority: &str) -> (&str, Option<u16>) {
 
 /// Why a request was refused before routing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub enum Violation {
     /// No `Host` header (HTTP/1.1 requires one).
     MissingHost,
     /// A `Host` that does not name this server: a rebound DNS name, say.
@@ -109,45 +109,45 @@ pub enum Refusal {
     NotJson,
 }
 
-impl Refusal {
+impl Violation {
     /// The status it is answered with.
     pub fn status(self) -> StatusCode {
         match self {
-            Refusal::MissingHost => StatusCode::BAD_REQUEST,
-            Refusal::ForeignHost | Refusal::ForeignOrigin => StatusCode::FORBIDDEN,
-            Refusal::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Violation::MissingHost => StatusCode::BAD_REQUEST,
+            Violation::ForeignHost | Violation::ForeignOrigin => StatusCode::FORBIDDEN,
+            Violation::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         }
     }
 
     /// The reason given to the client.
     pub fn reason(self) -> &'static str {
         match self {
-            Refusal::MissingHost => "the request has no Host header",
-            Refusal::ForeignHost => {
+            Violation::MissingHost => "the request has no Host header",
+            Violation::ForeignHost => {
                 "the Host header does not name this server (add it to allowed_hosts if it should)"
             }
-            Refusal::ForeignOrigin => "requests from other sites' pages are refused",
-            Refusal::NotJson => "the body must be sent with Content-Type: application/json",
+            Violation::ForeignOrigin => "requests from other sites' pages are refused",
+            Violation::NotJson => "the body must be sent with Content-Type: application/json",
         }
     }
 }
 
 /// Checks `Host`, `Origin` and, on methods that carry a body, its type.
-pub fn check(hosts: &AllowedHosts, method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+pub fn check(hosts: &AllowedHosts, method: &Method, headers: &HeaderMap) -> Result<(), Violation> {
     let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
-    let host = text(header::HOST).ok_or(Refusal::MissingHost)?;
+    let host = text(header::HOST).ok_or(Violation::MissingHost)?;
     if !hosts.admits(host, 80) {
-        return Err(Refusal::ForeignHost);
+        return Err(Violation::ForeignHost);
     }
     if headers.contains_key(header::ORIGIN)
         && !text(header::ORIGIN).is_some_and(|origin| hosts.admits_origin(origin))
     {
-        return Err(Refusal::ForeignOrigin);
+        return Err(Violation::ForeignOrigin);
     }
     if [Method::POST, Method::PUT, Method::PATCH].contains(method)
         && !is_json(text(header::CONTENT_TYPE))
     {
-        return Err(Refusal::NotJson);
+        return Err(Violation::NotJson);
     }
     Ok(())
 }
@@ -164,11 +164,10 @@ pub async fn guard(
     State(hosts): State<Arc<AllowedHosts>>,
     request: Request,
     next: Next,
-) -> Response {
-    match check(&hosts, request.method(), request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => refuse(refusal.status(), refusal.reason()),
-    }
+) -> Result<Response, Refusal> {
+    check(&hosts, request.method(), request.headers())
+        .map_err(|violation| Refusal::new(violation.status(), violation.reason()))?;
+    Ok(next.run(request).await)
 }
 
 /// Compares without stopping at the first difference, so the time taken
@@ -237,11 +236,11 @@ mod tests {
         assert_eq!(check(&[here.clone(), json.clone()]), Ok(()));
         assert_eq!(
             check(std::slice::from_ref(&json)),
-            Err(Refusal::MissingHost)
+            Err(Violation::MissingHost)
         );
         assert_eq!(
             check(&[(header::HOST, "rebound.example:8000"), json.clone()]),
-            Err(Refusal::ForeignHost)
+            Err(Violation::ForeignHost)
         );
         for origin in [
             "https://evil.example",
@@ -250,7 +249,7 @@ mod tests {
         ] {
             assert_eq!(
                 check(&[here.clone(), json.clone(), (header::ORIGIN, origin)]),
-                Err(Refusal::ForeignOrigin),
+                Err(Violation::ForeignOrigin),
                 "{origin}"
             );
         }
@@ -258,9 +257,9 @@ mod tests {
         assert_eq!(check(&[here.clone(), json.clone(), own]), Ok(()));
         assert_eq!(
             check(&[here.clone(), (header::CONTENT_TYPE, "text/plain")]),
-            Err(Refusal::NotJson)
+            Err(Violation::NotJson)
         );
-        assert_eq!(check(std::slice::from_ref(&here)), Err(Refusal::NotJson));
+        assert_eq!(check(std::slice::from_ref(&here)), Err(Violation::NotJson));
         let get = super::check(&hosts, &Method::GET, &headers(&[here]));
         assert_eq!(get, Ok(()), "no body, no type to declare");
     }

@@ -9,12 +9,13 @@ use crate::live::Live;
 use crate::metrics::{Endpoint, Metrics};
 use crate::pool::{Generation, Pool, SubmitError};
 use crate::protocol::{self, FailurePolicy};
+use crate::refusal::Refusal;
 use crate::{body, sizing};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -80,11 +81,6 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// A refusal: the status and `{"error": reason}`.
-pub fn refuse(status: StatusCode, reason: impl Into<String>) -> Response {
-    (status, axum::Json(json!({ "error": reason.into() }))).into_response()
-}
-
 async fn count(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let endpoint = Endpoint::of_path(request.uri().path());
     let started = Instant::now();
@@ -100,36 +96,43 @@ tokio::task_local! {
     static REQUEST_DEADLINE: Instant;
 }
 
-async fn deadline(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+async fn deadline(
+    State(app): State<Arc<App>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, Refusal> {
     let limit = app.limits.deadline;
     let until = Instant::now() + limit;
-    match tokio::time::timeout(limit, REQUEST_DEADLINE.scope(until, next.run(request))).await {
-        Ok(response) => response,
-        Err(_) => refuse(
-            StatusCode::GATEWAY_TIMEOUT,
-            format!(
-                "no answer within the server's deadline of {} ms",
-                limit.as_millis()
-            ),
-        ),
-    }
+    tokio::time::timeout(limit, REQUEST_DEADLINE.scope(until, next.run(request)))
+        .await
+        .map_err(|_| {
+            Refusal::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "no answer within the server's deadline of {} ms",
+                    limit.as_millis()
+                ),
+            )
+        })
 }
 
-async fn authorize(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let Some(token) = &app.token else {
-        return next.run(request).await;
-    };
-    if request.uri().path() == "/health" || bearer_matches(token, request.headers()) {
-        return next.run(request).await;
+async fn authorize(
+    State(app): State<Arc<App>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, Refusal> {
+    let open = request.uri().path() == "/health";
+    if let Some(token) = &app.token
+        && !open
+        && !bearer_matches(token, request.headers())
+    {
+        return Err(Refusal::new(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong bearer token (Authorization: Bearer TOKEN)",
+        )
+        .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
     }
-    let mut response = refuse(
-        StatusCode::UNAUTHORIZED,
-        "missing or wrong bearer token (Authorization: Bearer TOKEN)",
-    );
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
+    Ok(next.run(request).await)
 }
 
 fn bearer_matches(token: &str, headers: &HeaderMap) -> bool {
@@ -140,47 +143,44 @@ fn bearer_matches(token: &str, headers: &HeaderMap) -> bool {
         .is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes()))
 }
 
-/// A 503 with `Retry-After`: a budget is spent for now, not for good.
-pub fn busy(reason: String) -> Response {
-    let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, reason);
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    response
-}
-
-async fn admit(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let Ok(_permit) = app.permits.try_acquire() else {
-        return busy(format!(
+async fn admit(
+    State(app): State<Arc<App>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, Refusal> {
+    let _permit = app.permits.try_acquire().map_err(|_| {
+        Refusal::busy(format!(
             "{} scoring requests in flight, the server's limit; retry shortly",
             app.limits.max_in_flight
-        ));
-    };
-    next.run(request).await
+        ))
+    })?;
+    Ok(next.run(request).await)
 }
 
 /// Reads the body within the size and time limits, holding the bytes it
 /// received against the in-flight budget until the answer is made.
-async fn read_body(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+async fn read_body(
+    State(app): State<Arc<App>>,
+    request: Request,
+    next: Next,
+) -> Result<Response, Refusal> {
     let limits = &app.limits;
-    let read = body::buffered(
+    let (request, _bytes) = body::buffered(
         request,
         limits.max_body_bytes,
         limits.body_timeout,
         Some(&app.body_bytes_in_flight),
-    );
-    match read.await {
-        Ok((request, _bytes)) => next.run(request).await,
-        Err(refusal) => refusal,
-    }
+    )
+    .await?;
+    Ok(next.run(request).await)
 }
 
 /// Reserves `samples` of the in-flight budget: 413 over the per-request
 /// cap, 503 while the budget is spent.
-fn reserve_samples(app: &App, samples: usize) -> Result<OwnedSemaphorePermit, Response> {
+fn reserve_samples(app: &App, samples: usize) -> Result<OwnedSemaphorePermit, Refusal> {
     let cap = app.limits.max_samples_per_request;
     if samples > cap {
-        return Err(refuse(
+        return Err(Refusal::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
                 "{samples} samples in one request, more than the server's limit of {cap}; split the batch"
@@ -192,7 +192,7 @@ fn reserve_samples(app: &App, samples: usize) -> Result<OwnedSemaphorePermit, Re
         .clone()
         .try_acquire_many_owned(permits)
         .map_err(|_| {
-            busy(format!(
+            Refusal::busy(format!(
                 "{} samples in flight, the server's limit; retry shortly",
                 app.limits.max_samples_in_flight
             ))
@@ -214,7 +214,7 @@ async fn score_with_live(
     app: &App,
     samples: Vec<Sample>,
     budget: OwnedSemaphorePermit,
-) -> Result<(Arc<Generation>, Vec<Sample>, Vec<ScoredSample>), Response> {
+) -> Result<(Arc<Generation>, Vec<Sample>, Vec<ScoredSample>), Refusal> {
     let generation = app.live.current();
     // Dropped with this future when the client goes or the deadline
     // layer gives up: the pool then stops, judge queries included.
@@ -226,16 +226,16 @@ async fn score_with_live(
     };
     let answer = match app.pool.submit(generation.clone(), samples, budget, bounds) {
         Ok(answer) => answer,
-        Err(full @ SubmitError::QueueFull(_)) => return Err(busy(full.to_string())),
+        Err(full @ SubmitError::QueueFull(_)) => return Err(Refusal::busy(full.to_string())),
         Err(SubmitError::Stopped) => {
-            return Err(refuse(
+            return Err(Refusal::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down",
             ));
         }
     };
     let (samples, mut scored) = answer.await.map_err(|_| {
-        refuse(
+        Refusal::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the scoring pool stopped before answering",
         )
@@ -244,16 +244,13 @@ async fn score_with_live(
     app.metrics.scored(scored.len(), failures);
     protocol::keep_details_in_the_log(&samples, &mut scored);
     if let Some(reason) = protocol::first_failure(app.on_failure, &samples, &scored) {
-        return Err(with_revisions(
-            refuse(StatusCode::UNPROCESSABLE_ENTITY, reason),
-            &generation,
-        ));
+        let refusal = Refusal::new(StatusCode::UNPROCESSABLE_ENTITY, reason);
+        return Err(match revisions_value(&generation) {
+            Some(value) => refusal.with_header(HeaderName::from_static(REVISIONS_HEADER), value),
+            None => refusal,
+        });
     }
     Ok((generation, samples, scored))
-}
-
-fn body_or_refusal(body: Result<Bytes, BytesRejection>) -> Result<Bytes, Response> {
-    body.map_err(|rejection| refuse(rejection.status(), rejection.body_text()))
 }
 
 fn answer(generation: &Generation, body: Value) -> Response {
@@ -261,10 +258,14 @@ fn answer(generation: &Generation, body: Value) -> Response {
 }
 
 fn with_revisions(mut response: Response, generation: &Generation) -> Response {
-    if let Ok(value) = HeaderValue::from_str(generation.header()) {
+    if let Some(value) = revisions_value(generation) {
         response.headers_mut().insert(REVISIONS_HEADER, value);
     }
     response
+}
+
+fn revisions_value(generation: &Generation) -> Option<HeaderValue> {
+    HeaderValue::from_str(generation.header()).ok()
 }
 
 /// Reads the body, parses it with `parse` (a 400 with the reason when it
@@ -274,26 +275,23 @@ async fn score_body(
     body: Result<Bytes, BytesRejection>,
     door: Door,
     respond: fn(&Generation, &[Sample], &[ScoredSample]) -> Value,
-) -> Response {
-    let run = async {
-        let body = body_or_refusal(body)?;
-        // Counted before any sample is built; a body that cannot be counted
-        // does not parse either, and parsing says why.
-        let budget = door
-            .count(&body)
-            .map(|n| reserve_samples(app, n))
-            .transpose()?;
-        let samples = door
-            .parse(&body)
-            .map_err(|r| refuse(StatusCode::BAD_REQUEST, r))?;
-        let budget = match budget {
-            Some(budget) if budget.num_permits() == samples.len() => budget,
-            _ => reserve_samples(app, samples.len())?,
-        };
-        let (generation, samples, scored) = score_with_live(app, samples, budget).await?;
-        Ok(answer(&generation, respond(&generation, &samples, &scored)))
+) -> Result<Response, Refusal> {
+    let body = body.map_err(|rejection| Refusal::new(rejection.status(), rejection.body_text()))?;
+    // Counted before any sample is built; a body that cannot be counted
+    // does not parse either, and parsing says why.
+    let budget = door
+        .count(&body)
+        .map(|n| reserve_samples(app, n))
+        .transpose()?;
+    let samples = door
+        .parse(&body)
+        .map_err(|r| Refusal::new(StatusCode::BAD_REQUEST, r))?;
+    let budget = match budget {
+        Some(budget) if budget.num_permits() == samples.len() => budget,
+        _ => reserve_samples(app, samples.len())?,
     };
-    run.await.unwrap_or_else(|refusal: Response| refusal)
+    let (generation, samples, scored) = score_with_live(app, samples, budget).await?;
+    Ok(answer(&generation, respond(&generation, &samples, &scored)))
 }
 
 /// The three scoring doors, each with its way to count and parse a body.
@@ -322,21 +320,30 @@ impl Door {
     }
 }
 
-async fn openrlhf(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn openrlhf(
+    State(app): State<Arc<App>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Refusal> {
     score_body(&app, body, Door::OpenRlhf, |generation, _, scored| {
         protocol::openrlhf_response(generation.id, scored)
     })
     .await
 }
 
-async fn slime(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn slime(
+    State(app): State<Arc<App>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Refusal> {
     score_body(&app, body, Door::Slime, |generation, _, scored| {
         protocol::slime_response(generation, &scored[0])
     })
     .await
 }
 
-async fn score(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn score(
+    State(app): State<Arc<App>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Refusal> {
     score_body(&app, body, Door::Score, protocol::score_response).await
 }
 
@@ -369,8 +376,8 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
         .into_response()
 }
 
-async fn not_found(request: Request) -> Response {
-    refuse(
+async fn not_found(request: Request) -> Refusal {
+    Refusal::new(
         StatusCode::NOT_FOUND,
         format!(
             "no route {} {}: POST /get_reward, /slime, /v1/score; GET /health, /metrics",

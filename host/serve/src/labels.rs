@@ -18,8 +18,8 @@
 
 use crate::error::{Result, ServeError};
 use crate::guard::{self, AllowedHosts, same_secret};
-use crate::http::refuse;
 use crate::limits::ConnectionLimits;
+use crate::refusal::Refusal;
 use crate::server::RunningServer;
 pub use axum::Router;
 use axum::body::Bytes;
@@ -142,30 +142,32 @@ impl LabelQueue {
         id: &str,
         version: u64,
         label: Value,
-    ) -> std::result::Result<Value, Response> {
+    ) -> std::result::Result<Value, Refusal> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let Some(index) = entries.iter().position(|e| case_id(&e.item) == Some(id)) else {
-            return Err(refuse(
+            return Err(Refusal::new(
                 StatusCode::NOT_FOUND,
                 format!("no case {id:?} in the queue"),
             ));
         };
         let current = &entries[index];
         if current.version != version {
-            let body = json!({
-                "error": format!("case {id:?} was saved by someone else since you loaded it (version {} now, yours {version}); here is the saved item", current.version),
-                "current": entry_json(current),
-            });
-            return Err((StatusCode::CONFLICT, axum::Json(body)).into_response());
+            let reason = format!(
+                "case {id:?} was saved by someone else since you loaded it (version {} now, yours {version}); here is the saved item",
+                current.version
+            );
+            return Err(Refusal::new(StatusCode::CONFLICT, reason)
+                .with_field("current", entry_json(current)));
         }
         let mut item = current.item.clone();
         item["label"] = label;
-        (self.check)(&item).map_err(|reason| refuse(StatusCode::UNPROCESSABLE_ENTITY, reason))?;
+        (self.check)(&item)
+            .map_err(|reason| Refusal::new(StatusCode::UNPROCESSABLE_ENTITY, reason))?;
         let previous = std::mem::replace(&mut entries[index].item, item);
         if let Err(e) = self.write(&entries) {
             entries[index].item = previous;
             tracing::error!("saving case {id:?}: {e}");
-            return Err(refuse(
+            return Err(Refusal::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "nothing saved: the queue file could not be written (the server's log says why)",
             ));
@@ -244,17 +246,16 @@ async fn require_token(
         }
         return response;
     }
-    refuse(
+    Refusal::new(
         StatusCode::UNAUTHORIZED,
         "missing or wrong token: open the address `verifine labels serve` printed",
     )
+    .into_response()
 }
 
-async fn read_edit(request: Request, next: Next) -> Response {
-    match crate::body::buffered(request, MAX_EDIT_BYTES, EDIT_TIMEOUT, None).await {
-        Ok((request, _)) => next.run(request).await,
-        Err(refusal) => refusal,
-    }
+async fn read_edit(request: Request, next: Next) -> Result<Response, Refusal> {
+    let (request, _) = crate::body::buffered(request, MAX_EDIT_BYTES, EDIT_TIMEOUT, None).await?;
+    Ok(next.run(request).await)
 }
 
 async fn page() -> Response {
@@ -269,31 +270,27 @@ async fn save(
     State(queue): State<Arc<LabelQueue>>,
     UrlPath(id): UrlPath<String>,
     body: std::result::Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) => return refuse(rejection.status(), rejection.body_text()),
-    };
-    let edit: Value = match serde_json::from_slice(&body) {
-        Ok(edit) => edit,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")),
-    };
-    let Some(version) = edit.get("version").and_then(Value::as_u64) else {
-        return refuse(
+) -> std::result::Result<Response, Refusal> {
+    let body = body.map_err(|rejection| Refusal::new(rejection.status(), rejection.body_text()))?;
+    let edit: Value = serde_json::from_slice(&body)
+        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))?;
+    let version = edit.get("version").and_then(Value::as_u64).ok_or_else(|| {
+        Refusal::new(
             StatusCode::BAD_REQUEST,
             "the body needs the item's `version`",
-        );
-    };
+        )
+    })?;
     let label = edit.get("label").cloned().unwrap_or(Value::Null);
     // The file write blocks; keep it off the async workers.
-    match tokio::task::spawn_blocking(move || queue.save(&id, version, label)).await {
-        Ok(Ok(saved)) => axum::Json(saved).into_response(),
-        Ok(Err(refusal)) => refusal,
-        Err(_) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the save was interrupted",
-        ),
-    }
+    let saved = tokio::task::spawn_blocking(move || queue.save(&id, version, label))
+        .await
+        .map_err(|_| {
+            Refusal::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the save was interrupted",
+            )
+        })??;
+    Ok(axum::Json(saved).into_response())
 }
 
 /// Serves the label page on `listener` on a thread of its own until

@@ -36,6 +36,7 @@ pub mod live;
 pub mod metrics;
 pub mod pool;
 pub mod protocol;
+pub mod refusal;
 mod server;
 pub mod sizing;
 
@@ -45,4 +46,5 @@ pub use http::REVISIONS_HEADER;
 pub use limits::{ConnectionLimits, RequestLimits};
 pub use live::SwapOptions;
 pub use protocol::FailurePolicy;
+pub use refusal::Refusal;
 pub use server::{RunningServer, ServeOptions, Server};

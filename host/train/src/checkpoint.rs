@@ -22,8 +22,7 @@ pub fn save(
     optimizer: &HashMap<String, Tensor>,
     state: &impl Serialize,
 ) -> Result<PathBuf> {
-    std::fs::create_dir_all(checkpoints)
-        .map_err(|e| TrainError::io("creating", &checkpoints, e))?;
+    std::fs::create_dir_all(checkpoints).map_err(|e| TrainError::io("creating", checkpoints, e))?;
     let target = checkpoints.join(name);
     let tmp = verifine_base::temporary_sibling(&checkpoints.join(name));
     std::fs::create_dir(&tmp).map_err(|e| TrainError::io("creating", &tmp, e))?;
@@ -97,7 +96,7 @@ pub fn prune(checkpoints: &Path, keep: usize) -> Result<()> {
     complete.sort();
     let excess = complete.len().saturating_sub(keep);
     for old in &complete[..excess] {
-        std::fs::remove_dir_all(old).map_err(|e| TrainError::io("removing", &old, e))?;
+        std::fs::remove_dir_all(old).map_err(|e| TrainError::io("removing", old, e))?;
     }
     Ok(())
 }

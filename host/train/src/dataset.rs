@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use verifine_base::SplitMix64;
 
+/// Mixed into the run's seed for the data set's shuffle ("DATA SET" in
+/// hex), so the shuffle's draws are not the run's own first draws.
+const DATASET_SHUFFLE_SALT: u64 = 0x0DA7_A5E7;
+
 /// `[task.dataset]`: where the problems come from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -86,7 +90,7 @@ pub fn splits(
     heldout: usize,
 ) -> Result<(Vec<Problem>, Vec<Problem>)> {
     let mut train_set = read_problems(&dataset.train)?;
-    let mut rng = SplitMix64::new(seed ^ 0xDA7A_5E7);
+    let mut rng = SplitMix64::new(seed ^ DATASET_SHUFFLE_SALT);
     for i in (1..train_set.len()).rev() {
         train_set.swap(i, rng.below(i + 1));
     }

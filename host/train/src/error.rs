@@ -70,7 +70,8 @@ pub type Result<T, E = TrainError> = std::result::Result<T, E>;
 /// condition holds.
 macro_rules! ensure {
     ($condition:expr, $($message:tt)+) => {
-        if !$condition {
+        let holds: bool = $condition;
+        if !holds {
             return Err($crate::error::TrainError::Invalid(format!($($message)+)));
         }
     };

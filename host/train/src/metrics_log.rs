@@ -21,7 +21,7 @@ pub struct MetricsLog {
 impl MetricsLog {
     /// Starts an empty log at `path` (an existing file is replaced).
     pub fn create(path: &Path) -> Result<Self> {
-        let file = File::create(path).map_err(|e| TrainError::io("creating", &path, e))?;
+        let file = File::create(path).map_err(|e| TrainError::io("creating", path, e))?;
         Ok(MetricsLog {
             path: path.to_path_buf(),
             file,
@@ -91,7 +91,7 @@ impl MetricsLog {
 
 /// The parsable lines of a metrics file (a torn last line is skipped).
 pub fn read(path: &Path) -> Result<Vec<serde_json::Value>> {
-    let text = std::fs::read_to_string(path).map_err(|e| TrainError::io("reading", &path, e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| TrainError::io("reading", path, e))?;
     Ok(text
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())

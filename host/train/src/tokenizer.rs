@@ -26,7 +26,8 @@ pub const END: &str = "<|end|>";
 enum ChatFormat {
     /// The embedded model's trained tokenizer and fixed template.
     Own {
-        inner: Tokenizer,
+        /// Boxed: a tokenizer is large beside the template variant.
+        inner: Box<Tokenizer>,
         user: u32,
         assistant: u32,
     },
@@ -100,7 +101,7 @@ impl ChatTokenizer {
             format: ChatFormat::Own {
                 user: id(USER)?,
                 assistant: id(ASSISTANT)?,
-                inner,
+                inner: Box::new(inner),
             },
         })
     }
@@ -167,7 +168,7 @@ impl ChatTokenizer {
         inner
             .save(&tmp, false)
             .map_err(|e| TrainError::unreadable(&tmp, format!("writing: {e}")))?;
-        std::fs::rename(&tmp, path).map_err(|e| TrainError::io("renaming into", &path, e))
+        std::fs::rename(&tmp, path).map_err(|e| TrainError::io("renaming into", path, e))
     }
 
     fn pretrained_text(&self) -> Result<&PretrainedText> {

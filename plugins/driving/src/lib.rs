@@ -11,6 +11,8 @@
 //! Verdicts come from the sample's context (`{"verdicts": {"safety": true, …}}`)
 //! or, for those missing, from the host's judge model.
 
+#![warn(missing_docs)]
+
 use serde::Deserialize;
 use verifine_plugin_api::verdicts::judge_described;
 use verifine_plugin_api::*;
@@ -19,7 +21,9 @@ use verifine_plugin_api::*;
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Weight of the action group A (default 0.6).
     pub action_weight: f64,
+    /// Weight of the component group C (default 0.4).
     pub component_weight: f64,
 }
 
@@ -74,8 +78,11 @@ const CRITERIA: &[(&str, &str, &str, f64)] = &[
 /// The two group scores and the total.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DrivingScores {
+    /// A: 0 when the action does not match, else mean(match, safety).
     pub action: f64,
+    /// C: the mean of grounding, coverage and causality.
     pub component: f64,
+    /// action_weight·A + component_weight·C.
     pub total: f64,
 }
 

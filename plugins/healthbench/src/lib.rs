@@ -10,6 +10,8 @@
 //! and none when no item has positive points (HealthBench's own rule; the
 //! dataset-level mean is clipped to [0, 1] by the host's report).
 
+#![warn(missing_docs)]
+
 use verifine_plugin_api::row_rubric::{Grader, RowRubricConfig, judge_row_rubric};
 use verifine_plugin_api::*;
 

@@ -19,6 +19,7 @@ impl Marker {
         self != Marker::LastNumber
     }
 
+    /// How the marker is named in explanations.
     pub fn label(self) -> &'static str {
         match self {
             Marker::Boxed => "\\boxed{}",

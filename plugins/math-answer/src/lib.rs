@@ -5,6 +5,8 @@
 //! numerically with the reference (a bare answer or a worked solution ending
 //! in `#### N` / `A: N`). Reward = format_weight·format_ok + correct_weight·correct.
 
+#![warn(missing_docs)]
+
 pub mod answer;
 
 use answer::{final_answer, reference_answer, same_number};
@@ -15,7 +17,9 @@ use verifine_plugin_api::*;
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Weight of `format`: the answer is marked (`\boxed{}`, `####`, `A:`).
     pub format_weight: f64,
+    /// Weight of `correct`: the answer equals the reference as a number.
     pub correct_weight: f64,
 }
 

@@ -5,6 +5,8 @@
 //! scores the weighted mean of the other three (equal weights by default).
 //! Verdicts come from the sample's context or the host's judge model.
 
+#![warn(missing_docs)]
+
 use serde::Deserialize;
 use verifine_plugin_api::verdicts::judge_described;
 use verifine_plugin_api::*;
@@ -13,8 +15,11 @@ use verifine_plugin_api::*;
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Weight of `goal_consistency`.
     pub goal_weight: f64,
+    /// Weight of `grounding`.
     pub grounding_weight: f64,
+    /// Weight of `causality`.
     pub causality_weight: f64,
 }
 

@@ -8,6 +8,8 @@
 //!
 //! `threshold` (default 0.5) is in the units of the scores the host passes.
 
+#![warn(missing_docs)]
+
 use serde::Deserialize;
 use verifine_plugin_api::*;
 
@@ -15,8 +17,12 @@ use verifine_plugin_api::*;
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Steps between checks (default 150).
     pub every: u64,
+    /// Checks looked back over (default 4).
     pub window: usize,
+    /// Progress per check below which training has stalled, and the largest
+    /// gap allowed between judge-reward and evaluator changes (default 0.5).
     pub threshold: f64,
 }
 

@@ -8,6 +8,8 @@
 //! Items come from the sample's context (`{"rubrics": [{criterion, points, tags, met}]}`
 //! or a parallel `verdicts` list), verdicts from the context or the judge model.
 
+#![warn(missing_docs)]
+
 use verifine_plugin_api::row_rubric::{Grader, RowRubricConfig, judge_row_rubric};
 use verifine_plugin_api::*;
 
@@ -24,7 +26,12 @@ fn task_grader() -> Grader {
 /// Normalized and ratio scores.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PrScores {
+    /// The met points shifted by the penalties' total and divided by the
+    /// rubric's span (Σ positive + Σ |negative|): 1 for every positive item
+    /// and no penalty, 0 for every penalty and no positive item.
     pub normalized: f64,
+    /// The met points (penalties met subtract) over Σ positive points;
+    /// `None` for a rubric without positive points.
     pub ratio: Option<f64>,
 }
 

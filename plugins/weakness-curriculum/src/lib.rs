@@ -7,6 +7,8 @@
 //! more. Candidates whose target the judge marks unreliable — the judge scores
 //! their reference answer below `min_reference_score` — are dropped.
 
+#![warn(missing_docs)]
+
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use verifine_plugin_api::*;
@@ -15,8 +17,12 @@ use verifine_plugin_api::*;
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Priority of a candidate in no weak cell (default 1).
     pub base_priority: f64,
+    /// Extra priority per unit of its weakest cell's weakness (default 4).
     pub gain: f64,
+    /// Reference answers the judge scores below this are unreliable targets,
+    /// dropped (default 0.5).
     pub min_reference_score: f64,
 }
 

@@ -4,6 +4,8 @@
 //! weights penalize; a criterion without a verdict counts as score 0. With no
 //! positive weight the reward is undefined (none), as HealthBench rules.
 
+#![warn(missing_docs)]
+
 use verifine_plugin_api::*;
 
 /// The plugin.

@@ -126,8 +126,8 @@ impl Ruleset {
                 std::io::Error::last_os_error()
             ));
         }
-        // SAFETY: the kernel just returned this descriptor to us alone.
         let ruleset = Ruleset {
+            // SAFETY: the kernel just returned this descriptor to us alone.
             fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
         };
         for (path, access) in rules {

@@ -197,11 +197,10 @@ fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
     let mut path = [0u8; 32];
     let prefix = b"/proc/";
     path[..prefix.len()].copy_from_slice(prefix);
-    let mut end = prefix.len() + write_decimal(&mut path[prefix.len()..], pid)?;
-    for &byte in b"/stat\0" {
-        *path.get_mut(end)? = byte;
-        end += 1;
-    }
+    let end = prefix.len() + write_decimal(&mut path[prefix.len()..], pid)?;
+    let suffix = b"/stat\0";
+    path.get_mut(end..end + suffix.len())?
+        .copy_from_slice(suffix);
     // SAFETY: `path` is NUL-terminated.
     let fd: RawFd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {

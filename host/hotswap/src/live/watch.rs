@@ -9,6 +9,10 @@ use crate::shadow::{Shadow, ShadowRecord};
 use crate::slot::Slot;
 use verifine_runtime::scoring::RewardPlugins;
 
+/// Why a watched revision fails (empty: it does not), and its and the
+/// replaced revision's canary agreement.
+type ShadowCheck = (Vec<String>, Option<(f64, f64)>);
+
 impl LiveReward {
     /// Starts watching the revision just promoted into `slot` at `step`;
     /// any earlier watch ends (the reward function it compared has changed).
@@ -124,11 +128,7 @@ impl LiveReward {
 
     /// Why the watched revision fails at `step` (empty: it does not), and
     /// its and the replaced revision's canary agreement in this step's context.
-    fn shadow_failures(
-        &self,
-        shadow: &Shadow,
-        step: usize,
-    ) -> Result<(Vec<String>, Option<(f64, f64)>)> {
+    fn shadow_failures(&self, shadow: &Shadow, step: usize) -> Result<ShadowCheck> {
         let config = self.gate.config();
         let mut reasons = Vec::new();
         let mut canary = None;

@@ -111,10 +111,12 @@ fn check_finite_differences(
 fn softmax_matches_the_composition_in_value_and_gradient() {
     let x = random(&[3, 4, 7, 9], 1, 4.0);
     let weights = random(&[3, 4, 7, 9], 2, 1.0);
-    let (fused, fused_grad) =
-        value_and_grads(&[x.clone()], &weights, |t| softmax_last_dim(&t[0]).unwrap());
-    let (composed, composed_grad) =
-        value_and_grads(&[x.clone()], &weights, |t| composed_softmax(&t[0]));
+    let (fused, fused_grad) = value_and_grads(std::slice::from_ref(&x), &weights, |t| {
+        softmax_last_dim(&t[0]).unwrap()
+    });
+    let (composed, composed_grad) = value_and_grads(std::slice::from_ref(&x), &weights, |t| {
+        composed_softmax(&t[0])
+    });
     assert!(max_difference(&fused, &composed) < 1e-6);
     assert!(max_difference(&fused_grad[0], &composed_grad[0]) < 1e-6);
     check_finite_differences(&x, &weights, &fused_grad[0], |t| {
@@ -132,10 +134,10 @@ fn log_softmax_gather_matches_the_composition_in_value_and_gradient() {
     )
     .unwrap();
     let weights = random(&[2, 5], 4, 1.0);
-    let (fused, fused_grad) = value_and_grads(&[logits.clone()], &weights, |t| {
+    let (fused, fused_grad) = value_and_grads(std::slice::from_ref(&logits), &weights, |t| {
         log_softmax_gather(&t[0], &targets).unwrap()
     });
-    let (composed, composed_grad) = value_and_grads(&[logits.clone()], &weights, |t| {
+    let (composed, composed_grad) = value_and_grads(std::slice::from_ref(&logits), &weights, |t| {
         composed_log_softmax_gather(&t[0], &targets)
     });
     assert_eq!(fused.dims(), &[2, 5]);
@@ -189,18 +191,20 @@ fn non_contiguous_inputs_take_the_fused_path_correctly() {
 fn large_inputs_split_across_threads_give_the_same_results() {
     let x = random(&[70, 500], 10, 3.0);
     let weights = random(&[70, 500], 11, 1.0);
-    let (fused, fused_grad) =
-        value_and_grads(&[x.clone()], &weights, |t| softmax_last_dim(&t[0]).unwrap());
-    let (composed, composed_grad) =
-        value_and_grads(&[x.clone()], &weights, |t| composed_softmax(&t[0]));
+    let (fused, fused_grad) = value_and_grads(std::slice::from_ref(&x), &weights, |t| {
+        softmax_last_dim(&t[0]).unwrap()
+    });
+    let (composed, composed_grad) = value_and_grads(std::slice::from_ref(&x), &weights, |t| {
+        composed_softmax(&t[0])
+    });
     assert!(max_difference(&fused, &composed) < 1e-6);
     assert!(max_difference(&fused_grad[0], &composed_grad[0]) < 1e-6);
     let targets = Tensor::from_vec((0..70u32).collect::<Vec<_>>(), 70, &Device::Cpu).unwrap();
     let row_weights = random(&[70], 12, 1.0);
-    let (fused, fused_grad) = value_and_grads(&[x.clone()], &row_weights, |t| {
+    let (fused, fused_grad) = value_and_grads(std::slice::from_ref(&x), &row_weights, |t| {
         log_softmax_gather(&t[0], &targets).unwrap()
     });
-    let (composed, composed_grad) = value_and_grads(&[x.clone()], &row_weights, |t| {
+    let (composed, composed_grad) = value_and_grads(std::slice::from_ref(&x), &row_weights, |t| {
         composed_log_softmax_gather(&t[0], &targets)
     });
     assert!(max_difference(&fused, &composed) < 1e-5);
@@ -238,10 +242,10 @@ fn scaled_masked_softmax_matches_the_composition_in_value_and_gradient() {
     .unwrap();
     let weights = random(&[2, 3, 5, 6], 12, 1.0);
     let scale = 0.25;
-    let (fused, fused_grad) = value_and_grads(&[scores.clone()], &weights, |t| {
+    let (fused, fused_grad) = value_and_grads(std::slice::from_ref(&scores), &weights, |t| {
         scaled_masked_softmax(&t[0], &mask, scale).unwrap()
     });
-    let (composed, composed_grad) = value_and_grads(&[scores.clone()], &weights, |t| {
+    let (composed, composed_grad) = value_and_grads(std::slice::from_ref(&scores), &weights, |t| {
         composed_scaled_masked_softmax(&t[0], &mask, scale)
     });
     assert!(max_difference(&fused, &composed) < 1e-6);
@@ -295,8 +299,9 @@ fn rope_heads_matches_the_composition_in_value_and_gradient() {
     );
     let weights = random(&[2, 4, 5, 8], 23, 1.0);
     let rotated = |t: &Tensor| to_heads(t, LAYOUT, 1, Some((&cos, &sin))).unwrap();
-    let (fused, fused_grad) = value_and_grads(&[x.clone()], &weights, |t| rotated(&t[0]));
-    let (composed, composed_grad) = value_and_grads(&[x.clone()], &weights, |t| {
+    let (fused, fused_grad) =
+        value_and_grads(std::slice::from_ref(&x), &weights, |t| rotated(&t[0]));
+    let (composed, composed_grad) = value_and_grads(std::slice::from_ref(&x), &weights, |t| {
         composed_rope_heads(&t[0], LAYOUT, &cos, &sin)
     });
     assert_eq!(fused.dims(), &[2, 4, 5, 8]);
@@ -315,7 +320,7 @@ fn moving_heads_there_and_back_is_the_identity_with_a_gradient_both_ways() {
     let weights = random(&[10, 32], 27, 1.0);
     let there_and_back =
         |t: &[Tensor]| to_rows(&to_heads(&t[0], LAYOUT, 2, None).unwrap(), LAYOUT).unwrap();
-    let (value, grad) = value_and_grads(&[x.clone()], &weights, there_and_back);
+    let (value, grad) = value_and_grads(std::slice::from_ref(&x), &weights, there_and_back);
     assert_eq!(max_difference(&value, &x), 0.0);
     assert_eq!(max_difference(&grad[0], &weights), 0.0);
     let plain = to_heads(&x, LAYOUT, 1, None).unwrap();

@@ -75,7 +75,7 @@ pub(super) fn to_heads(
     }
     if let Some((cos, sin)) = tables {
         let half = (layout.seq, layout.dim / 2);
-        if layout.dim % 2 != 0 || cos.dims2()? != half || sin.dims2()? != half {
+        if !layout.dim.is_multiple_of(2) || cos.dims2()? != half || sin.dims2()? != half {
             bail!(
                 "rope: tables {:?} and {:?} for {layout:?} (want [seq, dim / 2], even dim)",
                 cos.dims(),

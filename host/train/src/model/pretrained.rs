@@ -257,7 +257,7 @@ impl Decoder {
         let (cos, sin) = rotary_tables(&config, &device)?;
         Ok(Decoder {
             config,
-            embed_frozen: !(full && !plan.freeze_embeddings),
+            embed_frozen: !full || plan.freeze_embeddings,
             embed,
             lm_head,
             blocks,

@@ -115,7 +115,7 @@ pub fn train(
 ) -> Result<Summary> {
     config.validate()?;
     ensure_new_run_dir(run_dir)?;
-    std::fs::create_dir_all(run_dir).map_err(|e| TrainError::io("creating", &run_dir, e))?;
+    std::fs::create_dir_all(run_dir).map_err(|e| TrainError::io("creating", run_dir, e))?;
     write_atomically(&run_dir.join("config.toml"), |w| {
         w.write_all(saved_config.as_bytes())
     })?;
