@@ -386,3 +386,7 @@ async fn not_found(request: Request) -> Refusal {
         ),
     )
 }
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

@@ -112,6 +112,12 @@ impl Server {
         })
     }
 
+    /// The state the router serves (for in-process tests of the router).
+    #[cfg(test)]
+    pub(crate) fn app(&self) -> Arc<App> {
+        self.app.clone()
+    }
+
     /// The address bound (the port, when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.listener
