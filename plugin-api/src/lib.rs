@@ -343,5 +343,5 @@ macro_rules! __stamp_metadata {
 }
 
 #[doc(hidden)]
-#[allow(missing_docs)]
+#[allow(missing_docs, reason = "the macros' plumbing, not API")]
 pub mod __private;

@@ -27,7 +27,10 @@ pub use verifine_native_abi::{
 
 /// The `kind` codes by the names `export_native_plugin!` takes, so the macro
 /// can map `rubric:` to its code without a lookup table.
-#[allow(non_upper_case_globals)]
+#[allow(
+    non_upper_case_globals,
+    reason = "the names are the macro's keywords (`rubric:`), matched as written"
+)]
 pub mod kind {
     /// A rubric.
     pub const rubric: u32 = verifine_native_abi::KIND_RUBRIC;

@@ -122,7 +122,10 @@ impl Scorer {
     /// JSON text; `threads`: 0 for one per core.
     #[new]
     #[pyo3(signature = (rubric, aggregator=None, rubric_config="{}", aggregator_config="{}", threads=0, batch_size=64, call_timeout_ms=10_000, memory_mib=256))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "Python keyword arguments, each a setting of the scorer"
+    )]
     fn new(
         py: Python<'_>,
         rubric: &str,

@@ -33,7 +33,10 @@ pub fn block_names(layer: usize) -> BlockNames {
 
 /// The Hugging Face names of one decoder block's tensors.
 #[derive(Debug, Clone)]
-#[allow(missing_docs)]
+#[allow(
+    missing_docs,
+    reason = "each field is the tensor named like it in the Hugging Face layout"
+)]
 pub struct BlockNames {
     pub attn_norm: String,
     pub q: String,

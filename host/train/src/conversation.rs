@@ -176,7 +176,10 @@ pub fn rollouts(
 
 /// Generates the next turn of the `active` rows, each at most `max_new`
 /// tokens and never past `max_seq_len`.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the rollout's model, tokenizer, rows and sampling settings, all distinct"
+)]
 fn continue_rows(
     model: &Decoder,
     tokenizer: &ChatTokenizer,

@@ -1,5 +1,8 @@
 //! Helpers shared by the judge's integration tests.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary that includes these helpers uses only some of them"
+)]
 
 pub mod llama;
 

@@ -365,12 +365,8 @@ impl Run {
     }
 }
 
-/// The device training (and a loaded [`crate::Policy`]) computes on.
+/// The device training (and a loaded [`crate::Policy`]) computes on: the
+/// first GPU in a `cuda` build, else the CPU (candle's own choice).
 pub(crate) fn device() -> Result<Device> {
-    #[cfg(feature = "cuda")]
-    {
-        return Ok(Device::new_cuda(0)?);
-    }
-    #[allow(unreachable_code)]
-    Ok(Device::Cpu)
+    Ok(Device::cuda_if_available(0)?)
 }
