@@ -3,7 +3,7 @@
 //! sandboxed build of the same crate.
 
 use verifine::commands::score::{OutputRow, ScoreArgs, score};
-use verifine_runtime::engine::sha256_hex;
+use verifine_base::sha256_hex;
 use verifine_runtime::rows::read_samples;
 use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::{Context, Limits, NativePlugin, PluginError, Runtime};

@@ -2,7 +2,8 @@
 //! plugin a setting names ([`PluginSpec`], [`PluginSlot`]), which revision
 //! produced a result ([`Provenance`]), the seeded generator behind every
 //! reproducible draw ([`SplitMix64`]), files that are never left half
-//! written ([`files`]), repeated ids in files of any size ([`SeenIds`]),
+//! written ([`files`]), repeated ids in files of any size ([`SeenIds`]), untrusted text made safe
+//! to print ([`text`]), the sha256 that names a revision ([`sha256_hex`]),
 //! and the font every plot draws its text with ([`PLOT_FONT`]).
 //!
 //! The sandbox runtime (wasmtime) and training (candle) both sit on this
@@ -14,9 +15,10 @@ pub mod files;
 mod plugin;
 mod rng;
 pub mod seen_ids;
+pub mod text;
 
 pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
-pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance};
+pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance, sha256_hex};
 pub use rng::{SplitMix64, os_random_u64};
 pub use seen_ids::{IdHasher, Repeat, SeenIds};
 

@@ -138,6 +138,12 @@ pub struct Provenance {
     pub sha256: String,
 }
 
+/// Hex sha256 of `bytes`: what a [`Provenance`] names a revision by.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,7 +54,7 @@ impl DiskCache {
             request,
         })
         .expect("a request serializes");
-        verifine_runtime::engine::sha256_hex(&bytes)
+        verifine_base::sha256_hex(&bytes)
     }
 
     /// Where the entry for `key` lives: the tag's bytes, then the

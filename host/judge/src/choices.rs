@@ -33,7 +33,7 @@ pub(crate) fn pick_choice(
         }
         None => Err(format!(
             "the answer {:?} is none of the choices {choices:?}",
-            verifine_runtime::text::sanitize(text, 80)
+            verifine_base::text::sanitize(text, 80)
         )),
     }
 }

@@ -174,7 +174,7 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
         if attempt.url().origin() != first.origin() {
             let refusal = format!(
                 "refused a redirect to another origin ({} from {})",
-                verifine_runtime::text::sanitize(attempt.url().as_str(), 120),
+                verifine_base::text::sanitize(attempt.url().as_str(), 120),
                 first.origin().ascii_serialization()
             );
             return attempt.error(refusal);

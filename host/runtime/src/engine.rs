@@ -2,7 +2,6 @@
 
 use crate::code_cache::CodeCache;
 use crate::error::RuntimeError;
-use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -145,9 +144,4 @@ pub(crate) fn user_path(
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_dir)))?;
     Some(base.join("verifine").join(name))
-}
-
-/// Hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }

@@ -95,7 +95,9 @@ impl HostState {
     pub fn admit_log(&mut self, message: &str) -> Option<String> {
         self.log_lines = self.log_lines.saturating_add(1);
         match self.log_lines.cmp(&(LOG_LINES_PER_CALL + 1)) {
-            std::cmp::Ordering::Less => Some(crate::text::sanitize(message, LOG_LINE_CHARS)),
+            std::cmp::Ordering::Less => {
+                Some(verifine_base::text::sanitize(message, LOG_LINE_CHARS))
+            }
             std::cmp::Ordering::Equal => Some(format!(
                 "more than {LOG_LINES_PER_CALL} log lines in one call: the rest of this call's are dropped"
             )),
@@ -116,7 +118,7 @@ impl HostState {
             .skip(chars.saturating_sub(STDERR_CHARS))
             .collect();
         // Line breaks become " | " before escaping, so the message stays readable.
-        let quoted = crate::text::sanitize(&newest.replace('\n', " | "), STDERR_CHARS);
+        let quoted = verifine_base::text::sanitize(&newest.replace('\n', " | "), STDERR_CHARS);
         if dropped > 0 || chars > STDERR_CHARS {
             format!("… {quoted}")
         } else {

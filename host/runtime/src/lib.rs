@@ -46,7 +46,6 @@ pub mod scorer_pool;
 pub mod scoring;
 pub mod scoring_bounds;
 pub mod stats;
-pub mod text;
 mod versions;
 
 pub use bindings::*;

@@ -167,7 +167,7 @@ fn parse_section(data: &[u8]) -> Result<PluginMetadata, MetadataError> {
     if !valid_name(&name) {
         return Err(MetadataError::Malformed(format!(
             "plugin name {:?}: 1 to {MAX_NAME_CHARS} characters of letters, digits, '-' and '_'",
-            crate::text::sanitize(&name, 80)
+            verifine_base::text::sanitize(&name, 80)
         )));
     }
     Ok(PluginMetadata {

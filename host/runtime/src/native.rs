@@ -20,7 +20,6 @@ use super::bindings::{
     Candidate, Context, CurriculumDecision, Judgment, MonitorPoint, RubricInfo, Sample, Scoring,
     TriggerDecision,
 };
-use super::engine::sha256_hex;
 use super::instance::PluginError;
 use super::metadata::{PluginKind, PluginMetadata, check_api};
 use crate::error::{Result, RuntimeError};
@@ -31,6 +30,7 @@ use serde::de::DeserializeOwned;
 use std::ffi::{CStr, c_char};
 use std::path::{Path, PathBuf};
 use verifine_base::Provenance;
+use verifine_base::sha256_hex;
 use verifine_native_abi as abi;
 
 /// The spec prefix that names a native plugin: `native:PATH`.

@@ -77,7 +77,7 @@ pub fn inspect(runtime: &Runtime, spec: impl Into<PluginSpec>) -> Result<Inspect
     };
     Ok(Inspection {
         origin: spec.to_string(),
-        sha256: verifine_runtime::engine::sha256_hex(&bytes),
+        sha256: verifine_base::sha256_hex(&bytes),
         size_bytes: bytes.len(),
         metadata,
         host_api_version: HOST_API_VERSION,

@@ -76,7 +76,7 @@ impl LiveReward {
                 let path = revision_path(&self.run_dir, recorded);
                 let bytes =
                     std::fs::read(&path).map_err(|e| HotswapError::io("reading", &path, e))?;
-                let actual = verifine_runtime::engine::sha256_hex(&bytes);
+                let actual = verifine_base::sha256_hex(&bytes);
                 if &actual != recorded {
                     return Err(HotswapError::RevisionChanged {
                         path,

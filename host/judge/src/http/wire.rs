@@ -122,5 +122,5 @@ pub fn parse_answer(
 /// The start of a body, for an error message: a server's text reaches
 /// logs and plugins, so control characters are escaped.
 pub(crate) fn snippet(bytes: &[u8]) -> String {
-    verifine_runtime::text::sanitize(&String::from_utf8_lossy(bytes), 200)
+    verifine_base::text::sanitize(&String::from_utf8_lossy(bytes), 200)
 }
