@@ -22,6 +22,11 @@ pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance, sha256_hex};
 pub use rng::{SplitMix64, os_random_u64};
 pub use seen_ids::{IdHasher, Repeat, SeenIds};
 
+/// A score at or above this counts as correct: a total as a passed answer,
+/// a verdict's score as met, a number as a positive label. One mark for
+/// rewards, evaluations, agreement and the judge loop.
+pub const PASS_MARK: f64 = 0.5;
+
 /// DejaVu Sans Mono (see `assets/DejaVuSansMono.LICENSE`), bundled so
 /// plots (training curves, co-evolution reports, verifier screens) need no
 /// system font library.

@@ -6,6 +6,7 @@
 use crate::cases::{Case, Dimensions};
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
+use verifine_base::PASS_MARK;
 use verifine_base::{PluginSpec, Provenance};
 use verifine_runtime::scoring::{RewardPlugins, score_all};
 use verifine_runtime::{Runtime, Sample};
@@ -39,7 +40,7 @@ impl JudgeScore {
     /// How sure the judge is: distance of the total from the decision
     /// boundary 0.5, scaled to [0, 1].
     pub fn confidence(&self) -> f64 {
-        ((self.total - 0.5).abs() * 2.0).min(1.0)
+        ((self.total - PASS_MARK).abs() * 2.0).min(1.0)
     }
 
     /// The spread of the dimension sub-scores (largest − smallest): large

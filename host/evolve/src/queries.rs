@@ -8,6 +8,7 @@ use crate::judge::JudgeScore;
 use crate::labels::QueryReason;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
+use verifine_base::PASS_MARK;
 
 /// How many cases of each kind (`[queries]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,16 +66,16 @@ pub fn select(
     };
     let uncertain = by(&|i| {
         let s = &judge[i];
-        let near = (s.total - 0.5).abs() < config.uncertain_band;
+        let near = (s.total - PASS_MARK).abs() < config.uncertain_band;
         (near || s.disagreement() >= config.disagreement)
             .then(|| 1.0 - s.confidence() + s.disagreement())
     });
     let inconsistent = by(&|i| {
-        ((judge[i].total >= 0.5) != (evaluator[i] >= 0.5))
+        ((judge[i].total >= PASS_MARK) != (evaluator[i] >= PASS_MARK))
             .then(|| (judge[i].total - evaluator[i]).abs())
     });
     let high_impact = by(&|i| {
-        (judge[i].total >= 0.5)
+        (judge[i].total >= PASS_MARK)
             .then(|| judge[i].total * frequency[cases[i].scenario.as_str()] as f64 / n)
     });
     let top = by(&|i| Some(judge[i].total));

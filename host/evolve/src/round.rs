@@ -13,6 +13,7 @@ use crate::reward::{MonitorLog, PluginsReward, RoundReward};
 use crate::run::{Evolve, EvolveProgress};
 use serde::Serialize;
 use std::path::Path;
+use verifine_base::PASS_MARK;
 use verifine_base::{read_jsonl, write_jsonl};
 use verifine_train::hooks::{Fixed, Host, Progress, PromptPool};
 use verifine_train::policy::Policy;
@@ -236,7 +237,7 @@ impl Evolve {
     fn discover_failures(&mut self, round: u32) -> Result<()> {
         let (cases, problem) = self.anchor_cases(&format!("f{round}"), u64::from(round) << 8)?;
         let scores = self.judge.score(&self.state.live, &cases)?;
-        let cells = discover(&cases, &problem, &scores, 0.5, 0.5);
+        let cells = discover(&cases, &problem, &scores, PASS_MARK, 0.5);
         let path = self.dir.join("failures.jsonl");
         let mut lines: Vec<serde_json::Value> = read_optional(&path)?;
         lines.retain(|l| l["round"] != round);

@@ -47,7 +47,7 @@ impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
             canary_margin: 0.0,
-            canary_threshold: 0.5,
+            canary_threshold: verifine_base::PASS_MARK,
             shadow_steps: 20,
             shadow_margin: 0.2,
         }

@@ -7,6 +7,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use std::path::PathBuf;
+use verifine_base::PASS_MARK;
 use verifine_hotswap::Slot;
 use verifine_runtime::builtin::builtin_names;
 use verifine_runtime::metadata::{check_api, read_metadata};
@@ -199,7 +200,7 @@ enum PluginCommand {
         #[arg(long)]
         gold: Option<PathBuf>,
         /// A reward at or above this accepts a response.
-        #[arg(long, default_value_t = 0.5)]
+        #[arg(long, default_value_t = PASS_MARK)]
         threshold: f64,
     },
     /// Hand a revision to a run or a `verifine serve` directory: it goes live at the next step

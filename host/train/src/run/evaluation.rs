@@ -11,6 +11,7 @@ use crate::hooks::{Answer, RewardFunction};
 use crate::policy::{answer_rollouts, problems_per_chunk};
 use crate::rollout::Sampling;
 use serde::{Deserialize, Serialize};
+use verifine_base::PASS_MARK;
 use verifine_base::SplitMix64;
 
 /// Mixed into the seed for pass@k's sampling generator.
@@ -169,7 +170,10 @@ impl Run {
                         .admit(scored.get(i).and_then(|s| s.total))
                 })
                 .collect();
-            let correct: Vec<bool> = totals.iter().map(|t| t.is_some_and(|t| t >= 0.5)).collect();
+            let correct: Vec<bool> = totals
+                .iter()
+                .map(|t| t.is_some_and(|t| t >= PASS_MARK))
+                .collect();
             solved += correct
                 .chunks(copies)
                 .filter(|group| group.iter().any(|&c| c))

@@ -23,6 +23,7 @@ use crate::tokenizer::ChatTokenizer;
 use candle_core::Tensor;
 use std::collections::BTreeMap;
 use std::time::Instant;
+use verifine_base::PASS_MARK;
 
 /// The update's figures; all `None` when every group was uninformative.
 #[derive(Default)]
@@ -110,7 +111,7 @@ impl Run {
         let groups = rewards.len().div_ceil(g).max(1) as f64;
         let groups_solved = rewards
             .chunks(g)
-            .filter(|group| group.iter().flatten().any(|&r| r >= 0.5))
+            .filter(|group| group.iter().flatten().any(|&r| r >= PASS_MARK))
             .count() as f64
             / groups;
         let groups_informative = rewards

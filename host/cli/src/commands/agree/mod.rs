@@ -6,6 +6,7 @@ use clap::Args;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use verifine_base::PASS_MARK;
 use verifine_runtime::stats::{Confusion, Estimate, bootstrap_many, mae, pearson, spearman};
 
 mod join;
@@ -156,7 +157,7 @@ pub fn agree(args: &AgreeArgs) -> Result<AgreeReport> {
         .any(|(p, g)| matches!(p, Field::Label(_)) || matches!(g, Field::Label(_)));
     let (mode, threshold) = match (args.threshold, any_label) {
         (Some(t), _) => (Mode::Binary, Some(t)),
-        (None, true) => (Mode::Binary, Some(0.5)),
+        (None, true) => (Mode::Binary, Some(PASS_MARK)),
         (None, false) => (Mode::Continuous, None),
     };
     let metrics = match mode {

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
+use verifine_base::PASS_MARK;
 use verifine_base::PluginSpec;
 use verifine_judge::student::train::{Example, Settings, train};
 use verifine_judge::student::{StudentModel, StudentSpec};
@@ -177,7 +178,7 @@ pub fn distill(args: &DistillArgs) -> Result<DistillSummary> {
                     .iter()
                     .position(|(k, _)| *k == key)
                     .expect("collected above");
-                labels[c] = Some(v.met.unwrap_or(v.score >= 0.5));
+                labels[c] = Some(v.met.unwrap_or(v.score >= PASS_MARK));
             }
             Example {
                 prompt: sample.prompt.clone(),
@@ -244,8 +245,13 @@ pub fn distill(args: &DistillArgs) -> Result<DistillSummary> {
             CriterionReport {
                 id: id.clone(),
                 text: text.clone(),
-                heldout_accuracy: (n > 0.0)
-                    .then(|| labelled.iter().filter(|(y, p)| *y == (*p >= 0.5)).count() as f64 / n),
+                heldout_accuracy: (n > 0.0).then(|| {
+                    labelled
+                        .iter()
+                        .filter(|(y, p)| *y == (*p >= PASS_MARK))
+                        .count() as f64
+                        / n
+                }),
                 heldout_met_share: (n > 0.0)
                     .then(|| labelled.iter().filter(|(y, _)| *y).count() as f64 / n),
             }
@@ -333,7 +339,7 @@ fn aggregate_totals(
                 Verdict {
                     criterion: v.criterion.clone(),
                     score: p[c],
-                    met: Some(p[c] >= 0.5),
+                    met: Some(p[c] >= PASS_MARK),
                     confidence: Some(p[c].max(1.0 - p[c])),
                     explanation: None,
                 }

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
+use verifine_base::PASS_MARK;
 use verifine_judge::{Judges, Ledger};
 use verifine_runtime::scoring::{RewardPlugins, score_all};
 use verifine_runtime::{Runtime, Sample};
@@ -282,7 +283,7 @@ fn score_rows(
                     .verdicts
                     .iter()
                     .find(|v| v.criterion == criterion)
-                    .map(|v| v.met.unwrap_or(v.score >= 0.5));
+                    .map(|v| v.met.unwrap_or(v.score >= PASS_MARK));
                 if row[0].is_none() {
                     let known: Vec<&str> = judgment
                         .verdicts
@@ -310,7 +311,7 @@ fn score_rows(
                         .strip_prefix("item-")
                         .and_then(|i| i.parse::<usize>().ok());
                     if let Some(slot) = index.and_then(|i| row.get_mut(i)) {
-                        *slot = Some(verdict.met.unwrap_or(verdict.score >= 0.5));
+                        *slot = Some(verdict.met.unwrap_or(verdict.score >= PASS_MARK));
                     }
                 }
             }
