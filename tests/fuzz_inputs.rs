@@ -136,7 +136,7 @@ fn mutated_requests_to_a_running_server_get_an_answer_never_a_dead_server() {
     let options = ServeOptions {
         rubric: verifine_runtime::PluginSlot::new("math-answer"),
         aggregator: None,
-        dir: dir.clone(),
+        dir: dir.to_path_buf(),
         address: "127.0.0.1:0".parse().unwrap(),
         token: None,
         limits: RequestLimits::default(),

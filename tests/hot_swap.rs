@@ -74,7 +74,7 @@ fn promote(run: &Path, wasm: &[u8], path: &str) -> PathBuf {
 /// A run directory that already holds a config (what `promote` checks), so
 /// requests can wait for the run's first step boundary.
 fn run_dir(name: &str) -> PathBuf {
-    let dir = scratch_dir(name).join("run");
+    let dir = scratch_dir(name).keep().join("run");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("config.toml"), "").unwrap();
     dir
@@ -311,7 +311,7 @@ fn a_revision_dropped_into_the_watched_directory_goes_live() {
 
 #[test]
 fn a_stored_revision_replaced_behind_the_runs_back_is_refused_on_resume() {
-    let run = scratch_dir("revision-swapped").join("run");
+    let run = scratch_dir("revision-swapped").keep().join("run");
     let config = tiny("math-answer", 1);
     train(&config, &run).unwrap();
     let weights = std::fs::read(run.join("model.safetensors")).unwrap();

@@ -81,7 +81,7 @@ fn start_spinning(name: &str, call_timeout_ms: u64, limits: RequestLimits) -> Ru
     let options = ServeOptions {
         limits,
         workers: 1,
-        ..options(hostile::INFINITE_LOOP, &scratch_dir(name))
+        ..options(hostile::INFINITE_LOOP, &scratch_dir(name).keep())
     };
     start(
         options,

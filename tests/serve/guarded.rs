@@ -160,6 +160,8 @@ struct LabelPage {
     url: String,
     queue_file: std::path::PathBuf,
     _server: verifine_serve::RunningServer,
+    /// Last, so it goes after the server has stopped.
+    _dir: verifine_tests::ScratchDir,
 }
 
 impl LabelPage {
@@ -184,6 +186,7 @@ impl LabelPage {
             url,
             queue_file,
             _server: verifine_serve::labels::spawn(router, listener).unwrap(),
+            _dir: dir,
         }
     }
 }

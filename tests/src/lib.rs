@@ -50,11 +50,48 @@ pub fn cargo_metadata(extra: &[&str]) -> serde_json::Value {
 }
 
 /// A fresh, empty directory for one test.
-pub fn scratch_dir(test: &str) -> PathBuf {
+pub fn scratch_dir(test: &str) -> ScratchDir {
     let dir = std::env::temp_dir().join(format!("verifine-test-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    ScratchDir(dir)
+}
+
+/// A test's directory, removed when the test is done with it; a failing
+/// test's is kept (and its path is in the failure's output) to look at.
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    /// The path, the directory left in place (for a server that outlives
+    /// the value).
+    pub fn keep(self) -> PathBuf {
+        let path = self.0.clone();
+        std::mem::forget(self);
+        path
+    }
+}
+
+impl std::ops::Deref for ScratchDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for ScratchDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Paths of the hostile plugins built by this crate's build script.
