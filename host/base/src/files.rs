@@ -116,6 +116,20 @@ impl<R: BufRead> JsonlLines<R> {
         Some(Ok(self.line_no))
     }
 
+    /// Up to `rows` lines into one buffer (`None` at the end), for callers
+    /// that hand a chunk of lines to other threads to parse.
+    pub fn read_chunk(&mut self, rows: usize) -> Result<Option<LineChunk>, FileError> {
+        let mut chunk = LineChunk::default();
+        while chunk.lines.len() < rows {
+            let start = chunk.bytes.len();
+            match self.read_line_into(&mut chunk.bytes) {
+                None => break,
+                Some(line) => chunk.lines.push((line?, start..chunk.bytes.len())),
+            }
+        }
+        Ok((!chunk.lines.is_empty()).then_some(chunk))
+    }
+
     fn error(&mut self, message: String) -> FileError {
         self.failed = true;
         FileError::Line {
@@ -123,6 +137,24 @@ impl<R: BufRead> JsonlLines<R> {
             line: self.line_no,
             message,
         }
+    }
+}
+
+/// Lines read by [`JsonlLines::read_chunk`]: one buffer, and each line's
+/// number and bytes in it. UTF-8 and blank lines are left to whoever parses
+/// them ([`line_text`]).
+#[derive(Debug, Default)]
+pub struct LineChunk {
+    /// The lines' bytes, one after another, without line ends.
+    pub bytes: Vec<u8>,
+    /// Each line's 1-based number and its range in `bytes`.
+    pub lines: Vec<(usize, std::ops::Range<usize>)>,
+}
+
+impl LineChunk {
+    /// The bytes of the line at `range` (one of [`Self::lines`]).
+    pub fn line(&self, range: &std::ops::Range<usize>) -> &[u8] {
+        &self.bytes[range.clone()]
     }
 }
 

@@ -25,6 +25,20 @@ pub struct Repeat {
     pub again: usize,
 }
 
+impl Repeat {
+    /// The error's text for line `again`; `id` is named when the caller
+    /// has it (the id of line `again`).
+    pub fn message(&self, id: Option<&str>) -> String {
+        match id {
+            Some(id) => format!("duplicate id {id:?} (first on line {})", self.first),
+            None => format!(
+                "duplicate id: line {}'s id repeats line {}'s",
+                self.again, self.first
+            ),
+        }
+    }
+}
+
 /// Hashes ids to the 128 bits [`SeenIds`] keeps, with keys drawn anew for
 /// each hasher: two ids collide with probability about 2⁻¹²⁸ per pair, and
 /// no input can aim for a collision.

@@ -13,13 +13,12 @@ use crate::scorer_pool::ScorerPool;
 use crate::scoring::Scorer;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 use std::time::Instant;
-use verifine_base::files::{FileError, JsonlLines, line_text};
-use verifine_base::{IdHasher, Repeat, SeenIds};
+use verifine_base::files::{FileError, JsonlLines, LineChunk, line_text};
+use verifine_base::{IdHasher, SeenIds};
 
 /// Chunks each worker may have between being read and being written.
 const CHUNKS_PER_WORKER: usize = 4;
@@ -106,27 +105,6 @@ struct ChunkOut {
     rows: Vec<(usize, String, u128, Option<f64>, bool)>,
 }
 
-/// Lines as read: one buffer for the chunk, each line's number and bytes
-/// in it. UTF-8 and blank lines are left to the worker that parses them.
-#[derive(Default)]
-struct RawChunk {
-    bytes: Vec<u8>,
-    lines: Vec<(usize, Range<usize>)>,
-}
-
-/// Up to `rows` lines; `None` at the end of the input.
-fn read_chunk<R: BufRead>(lines: &mut JsonlLines<R>, rows: usize) -> Result<Option<RawChunk>> {
-    let mut chunk = RawChunk::default();
-    while chunk.lines.len() < rows {
-        let start = chunk.bytes.len();
-        match lines.read_line_into(&mut chunk.bytes) {
-            None => break,
-            Some(line) => chunk.lines.push((line?, start..chunk.bytes.len())),
-        }
-    }
-    Ok((!chunk.lines.is_empty()).then_some(chunk))
-}
-
 /// Scores the JSONL rows of `input` (named `path` in errors) into `output`
 /// (named `output_name`), in input order. A row that cannot be read or
 /// parsed, or whose id repeats an earlier row's, stops the run with an
@@ -165,7 +143,7 @@ pub fn score_stream(
         let run = (|| -> Result<()> {
             loop {
                 let started = Instant::now();
-                let chunk = read_chunk(&mut lines, rows)?;
+                let chunk = lines.read_chunk(rows)?;
                 clock.add(&clock.read, started);
                 let Some(chunk) = chunk else { break };
                 ordered.write(context.run(&mut scorer, &chunk)?)?;
@@ -181,7 +159,7 @@ pub fn score_stream(
     let written = Mutex::new(0usize);
     let room = Condvar::new();
     let stop = AtomicBool::new(false);
-    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<(usize, RawChunk)>(workers);
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<(usize, LineChunk)>(workers);
     let chunk_rx = Mutex::new(chunk_rx);
     let (done_tx, done_rx) = mpsc::channel::<(usize, Result<ChunkOut>)>();
     let bounds = crate::scoring_bounds::current();
@@ -192,7 +170,7 @@ pub fn score_stream(
             let chunk_tx = chunk_tx;
             for index in 0.. {
                 let started = Instant::now();
-                let chunk = read_chunk(&mut lines, rows)?;
+                let chunk = lines.read_chunk(rows)?;
                 clock.add(&clock.read, started);
                 let Some(chunk) = chunk else { break };
                 let mut done = written.lock().unwrap_or_else(|e| e.into_inner());
@@ -260,12 +238,12 @@ struct ChunkContext<'a> {
 
 impl ChunkContext<'_> {
     /// Parses, scores and formats one chunk.
-    fn run(&self, scorer: &mut Scorer, chunk: &RawChunk) -> Result<ChunkOut> {
+    fn run(&self, scorer: &mut Scorer, chunk: &LineChunk) -> Result<ChunkOut> {
         let started = Instant::now();
         let mut lines = Vec::with_capacity(chunk.lines.len());
         let mut samples = Vec::with_capacity(chunk.lines.len());
         for (line, range) in &chunk.lines {
-            let Some(text) = line_text(self.path, *line, &chunk.bytes[range.clone()])? else {
+            let Some(text) = line_text(self.path, *line, chunk.line(range))? else {
                 continue;
             };
             let sample =
@@ -315,7 +293,7 @@ impl Ordered<'_> {
         for (line, id, hash, total, failed) in &chunk.rows {
             if let Some(repeat) = self.ids.insert(*hash, *line)? {
                 let id = (repeat.again == *line).then_some(id.as_str());
-                return Err(repeat_error(self.path, repeat, id));
+                return Err(line_error(self.path, repeat.again, repeat.message(id)));
             }
             self.totals.add(*total, *failed);
         }
@@ -331,7 +309,7 @@ impl Ordered<'_> {
     /// error too (the output, written to a temporary file, is dropped).
     fn finish(self, clock: &Clocks) -> Result<(StreamTotals, StageSeconds)> {
         if let Some(repeat) = self.ids.finish()? {
-            return Err(repeat_error(self.path, repeat, None));
+            return Err(line_error(self.path, repeat.again, repeat.message(None)));
         }
         Ok((self.totals, clock.seconds()))
     }
@@ -364,18 +342,6 @@ fn line_error(path: &Path, line: usize, message: String) -> RuntimeError {
         line,
         message,
     })
-}
-
-/// The repeating line's error; its id is named where the caller has it.
-fn repeat_error(path: &Path, repeat: Repeat, id: Option<&str>) -> RuntimeError {
-    let message = match id {
-        Some(id) => format!("duplicate id {id:?} (first on line {})", repeat.first),
-        None => format!(
-            "duplicate id: line {}'s id repeats line {}'s",
-            repeat.again, repeat.first
-        ),
-    };
-    line_error(path, repeat.again, message)
 }
 
 /// Nanoseconds per stage, added from every thread.

@@ -104,15 +104,13 @@ pub(super) fn join(pred: Side, gold: Side, threads: usize) -> Result<Joined> {
     for_each_row(&pred, &id_hasher, threads, |row| {
         joined.pred_rows += 1;
         if let Some(repeat) = pred_ids.insert(row.hash, row.line)? {
-            let path = pred.path.display();
-            match repeat.again == row.line {
-                true => bail!("{path}:{}: duplicate id {:?}", row.line, row.id),
-                false => bail!(
-                    "{path}:{}: duplicate id (first on line {})",
-                    repeat.again,
-                    repeat.first
-                ),
-            }
+            let id = (repeat.again == row.line).then_some(row.id.as_str());
+            bail!(
+                "{}:{}: {}",
+                pred.path.display(),
+                repeat.again,
+                repeat.message(id)
+            );
         }
         let Some(gold_row) = gold_rows.get_mut(&row.hash) else {
             return Ok(());
@@ -132,10 +130,10 @@ pub(super) fn join(pred: Side, gold: Side, threads: usize) -> Result<Joined> {
     })?;
     if let Some(repeat) = pred_ids.finish()? {
         bail!(
-            "{}:{}: duplicate id (first on line {})",
+            "{}:{}: {}",
             pred.path.display(),
             repeat.again,
-            repeat.first
+            repeat.message(None)
         );
     }
     match field_error {
@@ -167,32 +165,19 @@ fn for_each_row(
     let path = side.path;
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut lines = JsonlLines::new(BufReader::with_capacity(1 << 20, file), path);
-    let mut bytes = Vec::new();
-    let mut spans = Vec::with_capacity(CHUNK_LINES);
-    loop {
-        bytes.clear();
-        spans.clear();
-        while spans.len() < CHUNK_LINES {
-            let start = bytes.len();
-            match lines.read_line_into(&mut bytes) {
-                None => break,
-                Some(line) => spans.push((line?, start..bytes.len())),
-            }
-        }
-        if spans.is_empty() {
-            return Ok(());
-        }
+    while let Some(chunk) = lines.read_chunk(CHUNK_LINES)? {
         let parse = |part: &[(usize, std::ops::Range<usize>)]| -> Vec<Result<Option<Row>>> {
             part.iter()
-                .map(|(line, range)| parse_row(side, id_hasher, *line, &bytes[range.clone()]))
+                .map(|(line, range)| parse_row(side, id_hasher, *line, chunk.line(range)))
                 .collect()
         };
         let parsed: Vec<Vec<Result<Option<Row>>>> = if threads <= 1 {
-            vec![parse(&spans)]
+            vec![parse(&chunk.lines)]
         } else {
             std::thread::scope(|scope| {
-                let workers: Vec<_> = spans
-                    .chunks(spans.len().div_ceil(threads))
+                let workers: Vec<_> = chunk
+                    .lines
+                    .chunks(chunk.lines.len().div_ceil(threads))
                     .map(|part| scope.spawn(move || parse(part)))
                     .collect();
                 workers
@@ -207,6 +192,7 @@ fn for_each_row(
             }
         }
     }
+    Ok(())
 }
 
 /// One line's id and field; `None` for a blank line. The row's other
