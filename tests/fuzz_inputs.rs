@@ -154,7 +154,7 @@ fn mutated_requests_to_a_running_server_get_an_answer_never_a_dead_server() {
     };
     let runtime = verifine_runtime::Runtime::new(Default::default()).unwrap();
     let server = Server::bind(options, runtime).unwrap().spawn();
-    let client = reqwest::blocking::Client::new();
+    let client = verifine_tests::http::Client::new();
     let mut rng = SplitMix64::new(5);
     // Bounded: each request crosses the network stack.
     for _ in 0..rounds().min(300) {

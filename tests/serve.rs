@@ -54,8 +54,8 @@ fn start(options: ServeOptions, limits: Limits) -> RunningServer {
         .spawn()
 }
 
-fn client() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
+fn client() -> verifine_tests::http::Client {
+    verifine_tests::http::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap()

@@ -10,7 +10,7 @@ use verifine_serve::labels::{LabelQueue, PageAccess};
 use verifine_serve::{RequestLimits, ServeOptions};
 use verifine_tests::{hostile, scratch_dir};
 
-fn status_and_reason(response: reqwest::blocking::Response) -> (u16, String) {
+fn status_and_reason(response: verifine_tests::http::Response) -> (u16, String) {
     let status = response.status().as_u16();
     let body: Value = response.json().unwrap_or(Value::Null);
     (
@@ -195,7 +195,7 @@ impl LabelPage {
 fn the_label_page_answers_only_the_token_it_printed() {
     let page = LabelPage::start("labels-token");
     let base = format!("http://{}", page.address);
-    let plain = reqwest::blocking::Client::builder()
+    let plain = verifine_tests::http::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(10))
         .build()

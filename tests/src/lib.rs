@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod http;
+
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
