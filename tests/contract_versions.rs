@@ -1,13 +1,14 @@
-//! Contract versions side by side: a component built against 0.1 (without
-//! the SDK, frozen in `tests/plugins/contract-0-1`) loads and runs on the
-//! current host, and its `judge-model` questions reach the same judges as
-//! a 0.2 plugin's `ask-judges`, which also carry judge names, choices and
-//! answers with usage.
+//! Contract versions side by side: components built against 0.1 and 0.2
+//! (without the SDK, frozen in `tests/plugins/contract-0-1` and
+//! `contract-0-2`) load and run on the current host; 0.1's `judge-model`
+//! questions reach the same judges as `ask-judges` (since 0.2), which also
+//! carries judge names, choices and answers with usage; a 0.3 rubric gets
+//! its batch packed with only the fields it reads.
 
 use std::sync::{Arc, Mutex};
 use verifine_runtime::judge_models::{JudgeModels, ModelAnswer, ModelRequest, TokenUsage};
 use verifine_runtime::{Limits, Runtime};
-use verifine_tests::{LEGACY_CONTRACT_0_1, ctx, sample};
+use verifine_tests::{LEGACY_CONTRACT_0_1, LEGACY_CONTRACT_0_2, ctx, sample};
 
 /// Judges that say YES to responses containing "right", and remember what
 /// they were asked.
@@ -79,6 +80,86 @@ fn a_component_built_against_0_1_loads_and_asks_the_judge() {
             .iter()
             .all(|r| r.judge == "judge" && r.choices.is_empty())
     );
+}
+
+#[test]
+fn a_component_built_against_0_2_gets_whole_samples_and_asks_named_judges() {
+    let judges = Arc::new(Recording::default());
+    let runtime = runtime(judges.clone());
+    let legacy = runtime.load(LEGACY_CONTRACT_0_2).unwrap();
+    assert_eq!(legacy.metadata.api_version.to_string(), "0.2.0");
+    let mut instance = legacy.instance();
+    assert_eq!(instance.describe().unwrap().name, "legacy-contract-0-2");
+    let mut right = sample("a", "the right answer");
+    right.prompt = "What is 6 x 7?".into();
+    let results = instance
+        .judge(&ctx(), &[right, sample("b", "wrong")])
+        .unwrap();
+    let judgments: Vec<_> = results.into_iter().map(Result::unwrap).collect();
+    assert_eq!(
+        judgments.iter().map(|j| j.total).collect::<Vec<_>>(),
+        vec![Some(1.0), Some(0.0)]
+    );
+    // The prompt crossed (0.2 has no packed batch to leave it out of), and
+    // the answer's usage came back through 0.2's own records.
+    assert_eq!(
+        judgments[0].explanation.as_deref(),
+        Some(r#"prompt "What is 6 x 7?"; 10 input tokens"#)
+    );
+    let asked = judges.0.lock().unwrap();
+    assert!(
+        asked
+            .iter()
+            .all(|r| r.judge == "golden-1" && r.choices == ["YES", "NO"] && r.max_tokens == 1)
+    );
+}
+
+#[test]
+fn a_0_3_rubric_is_sent_only_the_fields_it_reads_and_answers_in_order() {
+    let runtime = runtime(Arc::new(Recording::default()));
+    let echo = runtime.load(verifine_tests::READS_ECHO).unwrap();
+    assert_eq!(
+        echo.metadata.api_version.to_string(),
+        verifine_runtime::metadata::HOST_API_VERSION
+    );
+    let mut instance = echo.instance();
+    let full = |id: &str, response: &str| verifine_runtime::Sample {
+        id: id.into(),
+        prompt: "a prompt \u{1F600}".into(),
+        response: response.into(),
+        reference: Some("#### 4".into()),
+        context: r#"{"scenario": "x"}"#.into(),
+        metadata: vec![("source".into(), "gsm8k".into())],
+    };
+    let batch: Vec<_> = (0..300)
+        .map(|i| {
+            full(
+                &format!("s{i}"),
+                if i == 7 { "fail" } else { "four \u{e9}" },
+            )
+        })
+        .collect();
+    let results = instance.judge(&ctx(), &batch).unwrap();
+    assert_eq!(results.len(), batch.len());
+    for (i, result) in results.iter().enumerate() {
+        if i == 7 {
+            assert_eq!(result.as_ref().unwrap_err(), "asked to fail on s7");
+            continue;
+        }
+        let seen: serde_json::Value =
+            serde_json::from_str(result.as_ref().unwrap().explanation.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            seen,
+            serde_json::json!({
+                "id": format!("s{i}"),
+                "prompt": "",
+                "response": "four \u{e9}",
+                "reference": null,
+                "context": r#"{"scenario": "x"}"#,
+                "metadata": [],
+            })
+        );
+    }
 }
 
 #[test]

@@ -209,6 +209,32 @@ fn wrong_result_count_is_an_error_not_a_broadcast() {
 }
 
 #[test]
+fn a_packed_answer_that_does_not_decode_or_count_is_a_contract_error() {
+    let runtime = runtime();
+    let mut instance = load(&runtime, hostile::GARBLED_PACKED).instance();
+    let err = instance
+        .judge(&ctx(), &[sample("a", "x"), sample("b", "y")])
+        .unwrap_err();
+    assert!(matches!(err, PluginError::Contract { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("judge-packed answered 11 bytes that do not decode"),
+        "{err}"
+    );
+    let before = instance.instantiations();
+    let err = instance
+        .judge(&ctx(), &[sample("a", "short"), sample("b", "y")])
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("returned 1 results for 2 inputs"),
+        "{err}"
+    );
+    // Each breach discarded the store: the second call started a new one.
+    assert_eq!(instance.instantiations(), before + 1);
+    good_plugin_still_works(&runtime);
+}
+
+#[test]
 fn wrong_kind_is_refused_where_a_rubric_is_needed() {
     let runtime = runtime();
     let err = format!(

@@ -5,11 +5,12 @@ use super::*;
 pub mod rubric {
     wit_bindgen::generate!({
         world: "rubric",
-        path: "wit/v0.2",
+        path: "wit/v0.3",
         pub_export_macro: true,
         export_macro_name: "export_rubric_world",
         default_bindings_module: "verifine_plugin_api::__private::rubric",
-        // The native fast path carries these records as JSON.
+        // The packed batch (contract 0.3) and the native fast path carry
+        // these records in postcard (serde).
         additional_derives: [serde::Serialize, serde::Deserialize],
     });
 }
@@ -17,13 +18,13 @@ pub mod rubric {
 pub mod aggregator {
     wit_bindgen::generate!({
         world: "aggregator",
-        path: "wit/v0.2",
+        path: "wit/v0.3",
         pub_export_macro: true,
         export_macro_name: "export_aggregator_world",
         default_bindings_module: "verifine_plugin_api::__private::aggregator",
         with: {
-            "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
-            "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
+            "verifine:plugin/types@0.3.0": super::rubric::verifine::plugin::types,
+            "verifine:plugin/host@0.3.0": super::rubric::verifine::plugin::host,
         },
     });
 }
@@ -31,13 +32,13 @@ pub mod aggregator {
 pub mod curriculum {
     wit_bindgen::generate!({
         world: "curriculum",
-        path: "wit/v0.2",
+        path: "wit/v0.3",
         pub_export_macro: true,
         export_macro_name: "export_curriculum_world",
         default_bindings_module: "verifine_plugin_api::__private::curriculum",
         with: {
-            "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
-            "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
+            "verifine:plugin/types@0.3.0": super::rubric::verifine::plugin::types,
+            "verifine:plugin/host@0.3.0": super::rubric::verifine::plugin::host,
         },
     });
 }
@@ -45,13 +46,13 @@ pub mod curriculum {
 pub mod trigger {
     wit_bindgen::generate!({
         world: "trigger",
-        path: "wit/v0.2",
+        path: "wit/v0.3",
         pub_export_macro: true,
         export_macro_name: "export_trigger_world",
         default_bindings_module: "verifine_plugin_api::__private::trigger",
         with: {
-            "verifine:plugin/types@0.2.0": super::rubric::verifine::plugin::types,
-            "verifine:plugin/host@0.2.0": super::rubric::verifine::plugin::host,
+            "verifine:plugin/types@0.3.0": super::rubric::verifine::plugin::types,
+            "verifine:plugin/host@0.3.0": super::rubric::verifine::plugin::host,
         },
     });
 }
@@ -70,6 +71,32 @@ pub fn judge<R: Rubric>(ctx: Context, samples: Vec<Sample>) -> Vec<Result<Judgme
         Ok(config) => R::judge_batch(&config, &ctx, &samples),
         Err(e) => samples.iter().map(|_| Err(e.clone())).collect(),
     }
+}
+
+/// Decodes a packed batch (contract 0.3). The host encodes what it sends:
+/// bytes that do not decode are a host bug, and the trap's message reaches
+/// the host's error.
+fn unpack<T: DeserializeOwned>(call: &str, bytes: &[u8]) -> T {
+    postcard::from_bytes(bytes)
+        .unwrap_or_else(|e| panic!("{call}: undecodable batch from the host: {e}"))
+}
+
+/// Encodes a packed answer (contract 0.3).
+fn pack<T: serde::Serialize>(call: &str, value: &T) -> Vec<u8> {
+    postcard::to_stdvec(value).unwrap_or_else(|e| panic!("{call}: unencodable answer: {e}"))
+}
+
+/// `judge` over contract 0.3's packed batch: postcard in, postcard out
+/// (the format `judge-packed` documents in the contract).
+pub fn judge_packed<R: Rubric>(ctx: Context, samples: &[u8]) -> Vec<u8> {
+    let samples: Vec<Sample> = unpack("judge-packed", samples);
+    pack("judge-packed", &judge::<R>(ctx, samples))
+}
+
+/// `aggregate` over contract 0.3's packed batch.
+pub fn aggregate_packed<A: Aggregator>(ctx: Context, items: &[u8]) -> Vec<u8> {
+    let items: Vec<Scoring> = unpack("aggregate-packed", items);
+    pack("aggregate-packed", &aggregate::<A>(ctx, items))
 }
 
 pub fn aggregate<A: Aggregator>(

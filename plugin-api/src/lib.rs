@@ -60,6 +60,8 @@ pub const API_VERSION: &str = verifine_contract::VERSION;
 /// Name of the custom section holding a plugin's metadata.
 pub const METADATA_SECTION: &str = "verifine-plugin";
 
+/// The sample fields a rubric reads ([`Rubric::READS`]).
+pub use __private::rubric::exports::verifine::plugin::rubric_plugin::SampleFields;
 pub use __private::rubric::verifine::plugin::host::{
     JudgeAnswer, JudgeQuery, LogLevel, ModelQuery, TokenLogprob, TokenUsage,
 };
@@ -79,6 +81,12 @@ pub trait Rubric {
     /// The plugin's own table from the user's config (`[rubric.config]`).
     /// Use [`NoConfig`] when there is nothing to configure.
     type Config: DeserializeOwned + Default;
+
+    /// The sample fields [`Rubric::judge`] reads besides `id`: the host sends
+    /// the others empty ("" for strings, `None`, no metadata), so it copies
+    /// no text the rubric ignores. All of them unless a rubric says less; a
+    /// rubric that says less and reads more sees empty fields.
+    const READS: SampleFields = SampleFields::all();
 
     /// Name, version and the criteria this rubric judges.
     fn describe() -> RubricInfo;
@@ -182,6 +190,15 @@ macro_rules! export_plugin {
                 {
                     $crate::__private::judge::<$plugin>(ctx, samples)
                 }
+                fn reads() -> $crate::SampleFields {
+                    <$plugin as $crate::Rubric>::READS
+                }
+                fn judge_packed(
+                    ctx: $crate::Context,
+                    samples: ::std::vec::Vec<u8>,
+                ) -> ::std::vec::Vec<u8> {
+                    $crate::__private::judge_packed::<$plugin>(ctx, &samples)
+                }
             }
             $crate::__private::rubric::export_rubric_world!(
                 __VerifineExport with_types_in $crate::__private::rubric
@@ -205,6 +222,12 @@ macro_rules! export_plugin {
                     ::std::result::Result<::std::option::Option<f64>, ::std::string::String>,
                 > {
                     $crate::__private::aggregate::<$plugin>(ctx, items)
+                }
+                fn aggregate_packed(
+                    ctx: $crate::Context,
+                    items: ::std::vec::Vec<u8>,
+                ) -> ::std::vec::Vec<u8> {
+                    $crate::__private::aggregate_packed::<$plugin>(ctx, &items)
                 }
             }
             $crate::__private::aggregator::export_aggregator_world!(

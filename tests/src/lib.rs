@@ -103,6 +103,7 @@ pub mod hostile {
     pub const PANICKER: &str = env!("HOSTILE_PANICKER");
     pub const FUTURE_API: &str = env!("HOSTILE_FUTURE_API");
     pub const WRONG_COUNT: &str = env!("HOSTILE_WRONG_COUNT");
+    pub const GARBLED_PACKED: &str = env!("HOSTILE_GARBLED_PACKED");
     pub const SLEEPER: &str = env!("HOSTILE_SLEEPER");
     pub const TWO_FACED: &str = env!("HOSTILE_TWO_FACED");
     pub const CHATTERBOX: &str = env!("HOSTILE_CHATTERBOX");
@@ -122,6 +123,14 @@ pub mod native {
 /// A rubric built against contract 0.1 with wit-bindgen alone
 /// (`tests/plugins/contract-0-1`), kept to prove later hosts load it.
 pub const LEGACY_CONTRACT_0_1: &str = env!("LEGACY_CONTRACT_0_1");
+
+/// A rubric built against contract 0.2 with wit-bindgen alone
+/// (`tests/plugins/contract-0-2`): `judge` without the packed batch.
+pub const LEGACY_CONTRACT_0_2: &str = env!("LEGACY_CONTRACT_0_2");
+
+/// A 0.3 rubric that reads the response and context only and echoes what
+/// it was sent (`tests/plugins/reads-echo`).
+pub const READS_ECHO: &str = env!("READS_ECHO");
 
 /// The README's example plugin (examples/concise-rubric), built for wasm32-wasip2.
 pub const EXAMPLE_CONCISE: &str = env!("CONCISE");

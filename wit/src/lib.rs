@@ -14,10 +14,10 @@
 
 /// The current contract version: `package verifine:plugin@VERSION` in
 /// [`CURRENT_DIR`].
-pub const VERSION: &str = "0.2.0";
+pub const VERSION: &str = "0.3.0";
 
 /// The folder (under `wit/`) of the current version.
-pub const CURRENT_DIR: &str = "v0.2";
+pub const CURRENT_DIR: &str = "v0.3";
 
 /// Released versions: folder, and the FNV-1a 64 hash of each file in it.
 /// A released contract is frozen: a change is a new folder, never an edit.
@@ -26,6 +26,10 @@ pub const RELEASED: &[(&str, &[(&str, u64)])] = &[
     // 0.2 added `ask-judges` (named judges, sampling controls, choices,
     // log-probabilities, usage) to `host`; everything else is 0.1's.
     ("v0.2", &[("verifine.wit", 0x2452_d43b_ce0c_d65d)]),
+    // 0.3 added `judge-packed` and `reads` to `rubric-plugin` and
+    // `aggregate-packed` to `aggregator-plugin`: a batch crosses the sandbox
+    // as one buffer each way.
+    ("v0.3", &[("verifine.wit", 0xba36_c499_5e9c_d0fd)]),
 ];
 
 #[cfg(test)]

@@ -1,53 +1,100 @@
-//! The judge-model host functions of both contract versions: 0.1's
+//! The judge-model host functions of every contract version: 0.1's
 //! `judge-model` (text in, text out, always the judge named `judge`) and
-//! 0.2's `ask-judges` (a named judge, sampling controls, choices, and
-//! answers with log-probabilities, usage and timing). Both reach the same
-//! [`crate::JudgeModels`], so a 0.1 component and a 0.2 one asking the
-//! same question get the same answer and the same cost accounting.
+//! `ask-judges` since 0.2 (a named judge, sampling controls, choices, and
+//! answers with log-probabilities, usage and timing). All reach the same
+//! [`crate::JudgeModels`], so components of any version asking the same
+//! question get the same answer and the same cost accounting.
 
-use crate::bindings::{JudgeAnswer, JudgeQuery, ModelQuery, TokenLogprob, TokenUsage, v0_1};
+use crate::bindings::{LogLevel, ModelQuery, v0_1, v0_2};
 use crate::host_state::HostState;
 use crate::judge_models::{DEFAULT_JUDGE, ModelAnswer, ModelRequest};
 
-impl From<JudgeQuery> for ModelRequest {
-    fn from(q: JudgeQuery) -> Self {
-        ModelRequest {
-            judge: q.judge.unwrap_or_else(|| DEFAULT_JUDGE.to_string()),
-            system: q.system,
-            prompt: q.prompt,
-            max_tokens: q.max_tokens,
-            temperature: q.temperature,
-            stop: q.stop,
-            json_schema: q.json_schema,
-            top_logprobs: q.top_logprobs,
-            choices: q.choices,
-        }
-    }
+/// The conversions between a contract version's `ask-judges` records and
+/// the host's own: 0.2's and 0.3's `host` interfaces are the same text, but
+/// each version's imports are their own generated types.
+macro_rules! judge_records {
+    ($host:path) => {
+        const _: () = {
+            use $host as records;
+
+            impl From<records::JudgeQuery> for ModelRequest {
+                fn from(q: records::JudgeQuery) -> Self {
+                    ModelRequest {
+                        judge: q.judge.unwrap_or_else(|| DEFAULT_JUDGE.to_string()),
+                        system: q.system,
+                        prompt: q.prompt,
+                        max_tokens: q.max_tokens,
+                        temperature: q.temperature,
+                        stop: q.stop,
+                        json_schema: q.json_schema,
+                        top_logprobs: q.top_logprobs,
+                        choices: q.choices,
+                    }
+                }
+            }
+
+            impl From<ModelAnswer> for records::JudgeAnswer {
+                fn from(a: ModelAnswer) -> Self {
+                    records::JudgeAnswer {
+                        text: a.text,
+                        logprobs: a
+                            .logprobs
+                            .into_iter()
+                            .map(|t| records::TokenLogprob {
+                                token: t.token,
+                                logprob: t.logprob,
+                                top: t.top,
+                            })
+                            .collect(),
+                        usage: records::TokenUsage {
+                            input: a.usage.input,
+                            cached_input: a.usage.cached_input,
+                            output: a.usage.output,
+                        },
+                        model: a.model,
+                        seconds: a.seconds,
+                        cached: a.cached,
+                    }
+                }
+            }
+        };
+    };
 }
 
-impl From<ModelAnswer> for JudgeAnswer {
-    fn from(a: ModelAnswer) -> Self {
-        JudgeAnswer {
-            text: a.text,
-            logprobs: a
-                .logprobs
-                .into_iter()
-                .map(|t| TokenLogprob {
-                    token: t.token,
-                    logprob: t.logprob,
-                    top: t.top,
-                })
-                .collect(),
-            usage: TokenUsage {
-                input: a.usage.input,
-                cached_input: a.usage.cached_input,
-                output: a.usage.output,
-            },
-            model: a.model,
-            seconds: a.seconds,
-            cached: a.cached,
+judge_records!(crate::bindings::rubric::verifine::plugin::host);
+judge_records!(v0_2::rubric::verifine::plugin::host);
+
+/// `log` and `judge-model` of an older version's `host` (in `impl Host`):
+/// its records converted to the current ones, then the current functions.
+macro_rules! older_log_and_judge_model {
+    ($($host:ident)::+) => {
+        fn log(&mut self, level: $($host)::+::LogLevel, message: String) {
+            use $($host)::+::LogLevel as Old;
+            let level = match level {
+                Old::Trace => LogLevel::Trace,
+                Old::Debug => LogLevel::Debug,
+                Old::Info => LogLevel::Info,
+                Old::Warn => LogLevel::Warn,
+                Old::Error => LogLevel::Error,
+            };
+            crate::bindings::rubric::verifine::plugin::host::Host::log(self, level, message);
         }
-    }
+
+        fn judge_model(
+            &mut self,
+            queries: Vec<$($host)::+::ModelQuery>,
+        ) -> Vec<Result<String, String>> {
+            let queries = queries
+                .into_iter()
+                .map(|q| ModelQuery {
+                    system: q.system,
+                    prompt: q.prompt,
+                    max_tokens: q.max_tokens,
+                })
+                .collect();
+            self.answer_model_queries(queries)
+        }
+    };
 }
 
 impl HostState {
@@ -91,46 +138,36 @@ impl HostState {
             .collect()
     }
 
-    /// 0.2's `ask-judges`.
-    pub(crate) fn answer_judge_queries(
+    /// `ask-judges`, for the records of any version that has it.
+    pub(crate) fn answer_judge_queries<Query, Answer>(
         &mut self,
-        queries: Vec<JudgeQuery>,
-    ) -> Vec<Result<JudgeAnswer, String>> {
+        queries: Vec<Query>,
+    ) -> Vec<Result<Answer, String>>
+    where
+        ModelRequest: From<Query>,
+        Answer: From<ModelAnswer>,
+    {
         let requests: Vec<ModelRequest> = queries.into_iter().map(ModelRequest::from).collect();
         self.ask(&requests)
             .into_iter()
-            .map(|answer| answer.map(JudgeAnswer::from))
+            .map(|answer| answer.map(Answer::from))
             .collect()
     }
 }
 
 /// Contract 0.1's host interface, for components built against it.
 impl v0_1::rubric::verifine::plugin::host::Host for HostState {
-    fn log(&mut self, level: v0_1::rubric::verifine::plugin::host::LogLevel, message: String) {
-        use crate::bindings::LogLevel as Current;
-        use v0_1::rubric::verifine::plugin::host::LogLevel as Old;
-        let level = match level {
-            Old::Trace => Current::Trace,
-            Old::Debug => Current::Debug,
-            Old::Info => Current::Info,
-            Old::Warn => Current::Warn,
-            Old::Error => Current::Error,
-        };
-        crate::bindings::rubric::verifine::plugin::host::Host::log(self, level, message);
-    }
+    older_log_and_judge_model!(v0_1::rubric::verifine::plugin::host);
+}
 
-    fn judge_model(
+/// Contract 0.2's host interface: 0.3's, under 0.2's name.
+impl v0_2::rubric::verifine::plugin::host::Host for HostState {
+    older_log_and_judge_model!(v0_2::rubric::verifine::plugin::host);
+
+    fn ask_judges(
         &mut self,
-        queries: Vec<v0_1::rubric::verifine::plugin::host::ModelQuery>,
-    ) -> Vec<Result<String, String>> {
-        let queries = queries
-            .into_iter()
-            .map(|q| ModelQuery {
-                system: q.system,
-                prompt: q.prompt,
-                max_tokens: q.max_tokens,
-            })
-            .collect();
-        self.answer_model_queries(queries)
+        queries: Vec<v0_2::rubric::verifine::plugin::host::JudgeQuery>,
+    ) -> Vec<Result<v0_2::rubric::verifine::plugin::host::JudgeAnswer, String>> {
+        self.answer_judge_queries(queries)
     }
 }

@@ -43,6 +43,8 @@ pub struct HostState {
     /// Time of the current call spent waiting on judge models: the host's
     /// time, not the plugin's, so it does not count against the deadline.
     pub(crate) host_wait: std::time::Duration,
+    /// The fields a 0.3 rubric reads, asked once per store (`packed`).
+    pub(crate) rubric_reads: Option<crate::bindings::SampleFields>,
 }
 
 impl HostState {
@@ -66,6 +68,7 @@ impl HostState {
             judges: Arc::new(NoJudgeModels),
             call_started: std::time::Instant::now(),
             host_wait: std::time::Duration::ZERO,
+            rubric_reads: None,
         }
     }
 

@@ -15,8 +15,9 @@ use super::bindings::{
 };
 use super::engine::EPOCH_TICK;
 use super::host_state::HostState;
+use super::packed;
 use super::plugin::{Code, Limits, Plugin};
-use super::versions::{Exports, versioned};
+use super::versions::{ByVersion, Exports, versioned};
 use crate::limiter::SandboxLimiter;
 use std::sync::Arc;
 use thiserror::Error;
@@ -230,11 +231,16 @@ impl PluginInstance {
             return native.judge(ctx, samples);
         }
         let results = self.call("judge", |store, exports| match exports {
-            Exports::Rubric(r) => Some(versioned!(r, r => r
-                .verifine_plugin_rubric_plugin()
-                .call_judge(store, ctx, samples))),
+            Exports::Rubric(ByVersion::Current(r)) => Some(packed::judge(store, r, ctx, samples)),
+            Exports::Rubric(r) => Some(
+                versioned!(r, r => r
+                    .verifine_plugin_rubric_plugin()
+                    .call_judge(store, ctx, samples))
+                .map(Ok),
+            ),
             _ => None,
         })?;
+        let results = self.expect_decoded("judge", results)?;
         self.expect_count("judge", results, samples.len())
     }
 
@@ -249,11 +255,18 @@ impl PluginInstance {
             return native.aggregate(ctx, items);
         }
         let results = self.call("aggregate", |store, exports| match exports {
-            Exports::Aggregator(a) => Some(versioned!(a, a => a
-                .verifine_plugin_aggregator_plugin()
-                .call_aggregate(store, ctx, items))),
+            Exports::Aggregator(ByVersion::Current(a)) => {
+                Some(packed::aggregate(store, a, ctx, items))
+            }
+            Exports::Aggregator(a) => Some(
+                versioned!(a, a => a
+                    .verifine_plugin_aggregator_plugin()
+                    .call_aggregate(store, ctx, items))
+                .map(Ok),
+            ),
             _ => None,
         })?;
+        let results = self.expect_decoded("aggregate", results)?;
         self.expect_count("aggregate", results, items.len())
     }
 
@@ -300,6 +313,23 @@ impl PluginInstance {
     }
 
     /// A result count that differs from the input count is an error, never broadcast.
+    /// A result the host could not decode breaks the contract like a wrong
+    /// count does: reported, and the store discarded.
+    fn expect_decoded<T>(
+        &mut self,
+        call: &'static str,
+        decoded: Result<T, String>,
+    ) -> Result<T, PluginError> {
+        decoded.map_err(|message| {
+            self.live = None;
+            PluginError::Contract {
+                plugin: self.plugin.metadata.name.clone(),
+                call,
+                message,
+            }
+        })
+    }
+
     fn expect_count<T>(
         &mut self,
         call: &'static str,

@@ -39,6 +39,7 @@ pub mod metadata;
 #[cfg(feature = "native")]
 pub mod native;
 pub mod output;
+mod packed;
 pub mod plugin;
 pub mod rows;
 pub mod score_stream;

@@ -226,7 +226,7 @@ mod tests {
     #[test]
     fn host_version_matches_the_wit_package_it_binds() {
         // The bindings (bindings.rs) read this folder.
-        let wit = include_str!("../../../wit/v0.2/verifine.wit");
+        let wit = include_str!("../../../wit/v0.3/verifine.wit");
         assert!(wit.contains(&format!("package verifine:plugin@{HOST_API_VERSION};")));
     }
 

@@ -190,6 +190,11 @@ impl Runtime {
             HasSelf<HostState>,
         >(&mut linker, |state| state)
         .map_err(engine_error)?;
+        crate::bindings::v0_2::rubric::verifine::plugin::host::add_to_linker::<
+            HostState,
+            HasSelf<HostState>,
+        >(&mut linker, |state| state)
+        .map_err(engine_error)?;
         crate::bindings::v0_1::rubric::verifine::plugin::host::add_to_linker::<
             HostState,
             HasSelf<HostState>,

@@ -1,10 +1,12 @@
 //! A component runs under the contract version it was built against: its
 //! pre-linked code and its exports are those of that version's worlds
-//! ([`crate::bindings`] for 0.2, [`crate::bindings::v0_1`] for 0.1). The
-//! records are the same Rust types in both, so every call site is written
-//! once and [`versioned!`] expands it for each version.
+//! ([`crate::bindings`] for 0.3, [`crate::bindings::v0_2`] and
+//! [`crate::bindings::v0_1`] for the older ones). The records are the same
+//! Rust types in all of them, so every call site is written once and
+//! [`versioned!`] expands it for each version; only a call that exists in
+//! the current version alone (`judge-packed`) matches on [`ByVersion`].
 
-use crate::bindings::{aggregator, curriculum, rubric, trigger, v0_1};
+use crate::bindings::{aggregator, curriculum, rubric, trigger, v0_1, v0_2};
 use crate::host_state::HostState;
 use crate::metadata::PluginKind;
 use wasmtime::Store;
@@ -12,9 +14,11 @@ use wasmtime::component::InstancePre;
 
 /// One value per contract version a component can be built against.
 #[derive(Clone)]
-pub(crate) enum ByVersion<Current, V01> {
-    /// Built against the current contract (0.2).
+pub(crate) enum ByVersion<Current, V02, V01> {
+    /// Built against the current contract (0.3).
     Current(Current),
+    /// Built against contract 0.2.
+    V02(V02),
     /// Built against contract 0.1.
     V01(V01),
 }
@@ -24,6 +28,7 @@ macro_rules! versioned {
     ($value:expr, $bind:ident => $body:expr) => {
         match $value {
             $crate::versions::ByVersion::Current($bind) => $body,
+            $crate::versions::ByVersion::V02($bind) => $body,
             $crate::versions::ByVersion::V01($bind) => $body,
         }
     };
@@ -33,35 +38,68 @@ pub(crate) use versioned;
 /// Pre-linked code of one plugin, by kind: instantiating from it is cheap.
 #[derive(Clone)]
 pub(crate) enum KindPre {
-    Rubric(ByVersion<rubric::RubricPre<HostState>, v0_1::rubric::RubricPre<HostState>>),
+    Rubric(
+        ByVersion<
+            rubric::RubricPre<HostState>,
+            v0_2::rubric::RubricPre<HostState>,
+            v0_1::rubric::RubricPre<HostState>,
+        >,
+    ),
     Aggregator(
-        ByVersion<aggregator::AggregatorPre<HostState>, v0_1::aggregator::AggregatorPre<HostState>>,
+        ByVersion<
+            aggregator::AggregatorPre<HostState>,
+            v0_2::aggregator::AggregatorPre<HostState>,
+            v0_1::aggregator::AggregatorPre<HostState>,
+        >,
     ),
     Curriculum(
-        ByVersion<curriculum::CurriculumPre<HostState>, v0_1::curriculum::CurriculumPre<HostState>>,
+        ByVersion<
+            curriculum::CurriculumPre<HostState>,
+            v0_2::curriculum::CurriculumPre<HostState>,
+            v0_1::curriculum::CurriculumPre<HostState>,
+        >,
     ),
-    Trigger(ByVersion<trigger::TriggerPre<HostState>, v0_1::trigger::TriggerPre<HostState>>),
+    Trigger(
+        ByVersion<
+            trigger::TriggerPre<HostState>,
+            v0_2::trigger::TriggerPre<HostState>,
+            v0_1::trigger::TriggerPre<HostState>,
+        >,
+    ),
 }
 
 /// A live instance's exports.
 pub(crate) enum Exports {
-    Rubric(ByVersion<rubric::Rubric, v0_1::rubric::Rubric>),
-    Aggregator(ByVersion<aggregator::Aggregator, v0_1::aggregator::Aggregator>),
-    Curriculum(ByVersion<curriculum::Curriculum, v0_1::curriculum::Curriculum>),
-    Trigger(ByVersion<trigger::Trigger, v0_1::trigger::Trigger>),
+    Rubric(ByVersion<rubric::Rubric, v0_2::rubric::Rubric, v0_1::rubric::Rubric>),
+    Aggregator(
+        ByVersion<
+            aggregator::Aggregator,
+            v0_2::aggregator::Aggregator,
+            v0_1::aggregator::Aggregator,
+        >,
+    ),
+    Curriculum(
+        ByVersion<
+            curriculum::Curriculum,
+            v0_2::curriculum::Curriculum,
+            v0_1::curriculum::Curriculum,
+        >,
+    ),
+    Trigger(ByVersion<trigger::Trigger, v0_2::trigger::Trigger, v0_1::trigger::Trigger>),
 }
 
-/// Picks the version's world for `kind`: 0.1 components export 0.1's
-/// interfaces, everything newer the current ones.
-fn pick<C, V>(
-    v01: bool,
+/// Picks the world of contract `0.minor` (0.0 is 0.1's): the minor a
+/// component was stamped with decides which exports it has.
+fn pick<C, V02, V01>(
+    minor: u64,
     current: impl FnOnce() -> wasmtime::Result<C>,
-    old: impl FnOnce() -> wasmtime::Result<V>,
-) -> wasmtime::Result<ByVersion<C, V>> {
-    if v01 {
-        old().map(ByVersion::V01)
-    } else {
-        current().map(ByVersion::Current)
+    v02: impl FnOnce() -> wasmtime::Result<V02>,
+    v01: impl FnOnce() -> wasmtime::Result<V01>,
+) -> wasmtime::Result<ByVersion<C, V02, V01>> {
+    match minor {
+        0 | 1 => v01().map(ByVersion::V01),
+        2 => v02().map(ByVersion::V02),
+        _ => current().map(ByVersion::Current),
     }
 }
 
@@ -73,27 +111,30 @@ impl KindPre {
         api_minor: u64,
         pre: InstancePre<HostState>,
     ) -> wasmtime::Result<Self> {
-        let v01 = api_minor < 2;
-        let p = pre.clone();
+        let (p, q) = (pre.clone(), pre.clone());
         Ok(match kind {
             PluginKind::Rubric => KindPre::Rubric(pick(
-                v01,
+                api_minor,
                 || rubric::RubricPre::new(p),
+                || v0_2::rubric::RubricPre::new(q),
                 || v0_1::rubric::RubricPre::new(pre),
             )?),
             PluginKind::Aggregator => KindPre::Aggregator(pick(
-                v01,
+                api_minor,
                 || aggregator::AggregatorPre::new(p),
+                || v0_2::aggregator::AggregatorPre::new(q),
                 || v0_1::aggregator::AggregatorPre::new(pre),
             )?),
             PluginKind::Curriculum => KindPre::Curriculum(pick(
-                v01,
+                api_minor,
                 || curriculum::CurriculumPre::new(p),
+                || v0_2::curriculum::CurriculumPre::new(q),
                 || v0_1::curriculum::CurriculumPre::new(pre),
             )?),
             PluginKind::Trigger => KindPre::Trigger(pick(
-                v01,
+                api_minor,
                 || trigger::TriggerPre::new(p),
+                || v0_2::trigger::TriggerPre::new(q),
                 || v0_1::trigger::TriggerPre::new(pre),
             )?),
         })
@@ -105,6 +146,7 @@ impl KindPre {
             ($pre:expr, $kind:ident) => {
                 match $pre {
                     ByVersion::Current(p) => p.instantiate(&mut *store).map(ByVersion::Current),
+                    ByVersion::V02(p) => p.instantiate(&mut *store).map(ByVersion::V02),
                     ByVersion::V01(p) => p.instantiate(&mut *store).map(ByVersion::V01),
                 }
                 .map(Exports::$kind)

@@ -37,6 +37,8 @@ pub struct MathAnswer;
 
 impl Rubric for MathAnswer {
     type Config = Config;
+    // Never the prompt: the answer and the reference decide.
+    const READS: SampleFields = SampleFields::RESPONSE.union(SampleFields::REFERENCE);
 
     fn describe() -> RubricInfo {
         let defaults = Config::default();

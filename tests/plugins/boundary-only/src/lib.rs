@@ -9,6 +9,8 @@ pub struct BoundaryOnly;
 
 impl Rubric for BoundaryOnly {
     type Config = NoConfig;
+    // What math-answer reads, so the same bytes cross the boundary.
+    const READS: SampleFields = SampleFields::RESPONSE.union(SampleFields::REFERENCE);
     fn describe() -> RubricInfo {
         RubricInfo::new("boundary-only", "0.1.0")
             .criterion(Criterion::new("format", "", 0.1))
