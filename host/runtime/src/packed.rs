@@ -44,17 +44,37 @@ impl<'a> Serialize for Masked<'a> {
     }
 }
 
+/// A batch as the rubric sees it, encoded as `list<sample>` is.
+struct MaskedBatch<'a> {
+    samples: &'a [Sample],
+    reads: SampleFields,
+}
+
+impl Serialize for MaskedBatch<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let reads = self.reads;
+        serializer.collect_seq(self.samples.iter().map(|sample| Masked { sample, reads }))
+    }
+}
+
 /// The postcard encoding of `samples` with only the fields in `reads`.
 pub(crate) fn encode_samples(samples: &[Sample], reads: SampleFields) -> Vec<u8> {
+    let read = |field: SampleFields, len: usize| if reads.contains(field) { len } else { 0 };
     let bytes: usize = samples
         .iter()
-        .map(|s| s.id.len() + s.prompt.len() + s.response.len() + s.context.len() + 16)
+        .map(|s| {
+            s.id.len()
+                + read(SampleFields::PROMPT, s.prompt.len())
+                + read(SampleFields::RESPONSE, s.response.len())
+                + read(
+                    SampleFields::REFERENCE,
+                    s.reference.as_ref().map_or(0, String::len),
+                )
+                + read(SampleFields::CONTEXT, s.context.len())
+                + 16
+        })
         .sum();
-    let masked: Vec<Masked<'_>> = samples
-        .iter()
-        .map(|sample| Masked { sample, reads })
-        .collect();
-    postcard::to_extend(&masked, Vec::with_capacity(bytes))
+    postcard::to_extend(&MaskedBatch { samples, reads }, Vec::with_capacity(bytes))
         .expect("samples always encode: strings, options and lists only")
 }
 
