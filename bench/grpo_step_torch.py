@@ -12,6 +12,9 @@ import torch
 PRESETS = {  # ModelConfig fields; rope_theta 10000 and rms_eps 1e-6 as trainer.rs sets them
     "default": dict(vocab=400, hidden=64, layers=2, heads=4, kv_heads=2, inter=128, max_seq=160),
     "wide": dict(vocab=400, hidden=256, layers=4, heads=8, kv_heads=2, inter=704, max_seq=160),
+    # SmolLM2-135M's shapes with random weights (grpo_step.rs's `smollm2` preset).
+    "smollm2": dict(vocab=49_152, hidden=576, layers=30, heads=9, kv_heads=3, inter=1536,
+                    max_seq=160),
 }
 ROPE_THETA, RMS_EPS, MASKED = 10_000.0, 1e-6, -1e9
 TEMPERATURE, EPSILON, EPSILON_HIGH = 1.0, 0.2, 0.28  # GrpoPhase / GrpoConfig defaults
@@ -222,13 +225,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=sorted(PRESETS), default="default")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--layers", type=int, help="override the preset's layer count")
     for flag, default in [("--iters", 5), ("--warmup", 2), ("--batch", 64),
                           ("--prompt-len", 40), ("--completion-len", 48), ("--seed", 0)]:
         ap.add_argument(flag, type=int, default=default)
     ap.add_argument("--check", action="store_true", help="run sanity checks before timing")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    cfg = PRESETS[args.model]
+    cfg = dict(PRESETS[args.model])
+    if args.layers is not None:
+        cfg["layers"] = args.layers
     gen = torch.Generator().manual_seed(args.seed)
     model = Decoder(cfg, gen)
     opt = AdamW(model.p)

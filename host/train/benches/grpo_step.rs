@@ -7,7 +7,8 @@
 //! `cargo bench -p verifine-train --bench grpo_step -- [--device cpu|cuda]
 //!  [--model default|wide|gpu|smollm2] [--layers N] [--dtype f32|bf16]
 //!  [--iters N] [--warmup N] [--batch N]
-//!  [--from MODEL [--lora R]] [--prompt N] [--completion N]`
+//!  [--from MODEL [--lora R]] [--prompt N] [--completion N]
+//!  [--backward fastest|autograd]`
 //!
 //! `--from` times a pretrained model (checkpoint directory or GGUF), fully
 //! trained or, with `--lora R`, through rank-R adapters on every
@@ -25,7 +26,7 @@ use verifine_train::grpo::{GrpoConfig, LossInputs, loss};
 use verifine_train::model::{ComputeDType, Decoder, ModelConfig, sorted_vars};
 use verifine_train::optim::{AdamW, OptimConfig};
 use verifine_train::rollout::{GenerateOptions, Sampling, generate};
-use verifine_train::sequences::{Sequence, batch, log_probs};
+use verifine_train::sequences::{Backward, Sequence, batch, policy_log_probs};
 
 /// Default prompt and completion lengths in tokens.
 const PROMPT: usize = 40;
@@ -99,6 +100,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None | Some("f32") => ComputeDType::F32,
         Some("bf16") => ComputeDType::Bf16,
         Some(other) => panic!("unknown dtype {other} (f32 | bf16)"),
+    };
+    let backward = match value("--backward").as_deref() {
+        None | Some("fastest") => Backward::Fastest,
+        Some("autograd") => Backward::Autograd,
+        Some(other) => panic!("unknown backward {other} (fastest | autograd)"),
     };
     let prompt_len = number("--prompt", PROMPT);
     let completion_len = number("--completion", COMPLETION);
@@ -199,7 +205,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|(p, c)| Sequence::prompt_response(p, &c.ids))
             .collect();
         let b = batch(&sequences, 0, &device)?;
-        let current = log_probs(&compute, &b)?;
+        let pass = policy_log_probs(&compute, &b, backward)?;
+        let current = pass.values.clone();
         let old = current.detach();
         let adv = Tensor::new(advantages.as_slice(), &device)?;
         let inputs = LossInputs {
@@ -210,7 +217,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             advantages: &adv,
         };
         let (l, _) = loss(&inputs, &objective)?;
-        optimizer.step(&l.backward()?)?;
+        optimizer.step(&pass.backward(&l)?)?;
         // The trainer reads the loss back too (as the PyTorch reference does).
         last_loss = l.flatten_all()?.to_vec1::<f32>()?[0];
         device.synchronize()?;

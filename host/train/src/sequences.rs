@@ -4,9 +4,10 @@
 //! the response, in GRPO the completion, never the prompt, the padding, or
 //! (in self-verification rollouts) the verification turns.
 
-use super::model::Decoder;
+use super::model::{Decoder, manual};
 use crate::error::{Result, ensure};
-use candle_core::{DType, Device, Tensor};
+use candle_core::backprop::GradStore;
+use candle_core::{DType, Device, Tensor, Var};
 
 /// Token ids and which of them the loss trains on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +87,93 @@ pub fn batch(sequences: &[Sequence], pad: u32, device: &Device) -> Result<Sequen
 /// whole conversation, `[batch, longest − 1]`.
 pub fn log_probs(model: &Decoder, batch: &SequenceBatch) -> Result<Tensor> {
     model.target_log_probs(&batch.input, Some(&batch.key_mask), &batch.targets)
+}
+
+/// How an update computes its gradients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backward {
+    /// The hand-written pass where it covers the model (f32 on the CPU,
+    /// without LoRA adapters or q/k/v biases), candle's autograd elsewhere.
+    #[default]
+    Fastest,
+    /// candle's autograd always: the reference the hand-written pass is
+    /// tested against.
+    Autograd,
+}
+
+/// The log-probs of a batch's targets, and the way back from a loss built
+/// on them to the model's weights.
+pub struct PolicyLogProbs<'a> {
+    /// `[batch, longest − 1]`. On the hand-written path the positions
+    /// outside the loss mask are 0 (their logits are never computed).
+    pub values: Tensor,
+    manual: Option<(&'a Decoder, manual::Tape)>,
+}
+
+/// The log-prob of every target under `model`, ready for a backward pass
+/// (see [`Backward`]).
+pub fn policy_log_probs<'a>(
+    model: &'a Decoder,
+    batch: &SequenceBatch,
+    backward: Backward,
+) -> Result<PolicyLogProbs<'a>> {
+    if backward == Backward::Autograd || !manual::supports(model) {
+        return Ok(PolicyLogProbs {
+            values: log_probs(model, batch)?,
+            manual: None,
+        });
+    }
+    let (rows, seq) = batch.input.dims2()?;
+    let flat_u32 = |t: &Tensor| -> Result<Vec<u32>> {
+        Ok(t.flatten_all()?.to_dtype(DType::U32)?.to_vec1::<u32>()?)
+    };
+    let keys: Vec<bool> = flat_u32(&batch.key_mask)?.iter().map(|&k| k != 0).collect();
+    let wanted: Vec<bool> = batch
+        .loss_mask
+        .flatten_all()?
+        .to_vec1::<f32>()?
+        .iter()
+        .map(|&m| m != 0.0)
+        .collect();
+    let (ids, targets) = (flat_u32(&batch.input)?, flat_u32(&batch.targets)?);
+    let (values, tape) = manual::forward(
+        model,
+        &manual::Batch {
+            batch: rows,
+            seq,
+            ids: &ids,
+            keys: &keys,
+            targets: &targets,
+            wanted: &wanted,
+        },
+    )?;
+    // A variable, so that the loss's backward pass stops at it with its
+    // gradient; the hand-written pass goes on from there.
+    let values = Tensor::from_vec(values, (rows, seq), batch.input.device())?;
+    let values = Var::from_tensor(&values)?.as_tensor().clone();
+    Ok(PolicyLogProbs {
+        values,
+        manual: Some((model, tape)),
+    })
+}
+
+impl PolicyLogProbs<'_> {
+    /// The gradients of `loss` for every weight of the model.
+    pub fn backward(self, loss: &Tensor) -> Result<GradStore> {
+        let mut grads = loss.backward()?;
+        let Some((model, tape)) = self.manual else {
+            return Ok(grads);
+        };
+        let grad = match grads.remove(&self.values) {
+            Some(g) => g.flatten_all()?.to_vec1::<f32>()?,
+            None => vec![0.0; self.values.elem_count()],
+        };
+        for (weight, grad) in manual::backward(model, tape, &grad)? {
+            let grad = Tensor::from_vec(grad, weight.shape(), weight.device())?;
+            grads.insert(&weight, grad);
+        }
+        Ok(grads)
+    }
 }
 
 /// SFT loss: negative log-likelihood of trainable tokens, each sequence

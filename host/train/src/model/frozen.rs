@@ -12,6 +12,7 @@
 //! product's starting value instead of a separate sum.
 
 use super::fused::{data, fused_path};
+use super::manual::{Mat, MatMut, matmul};
 use crate::error::Result;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Shape, Storage, Tensor};
 
@@ -73,37 +74,12 @@ impl FrozenLinear {
             Some(a) => candle_core::bail!("frozen linear: addend of {} for {rows}×{out}", a.len()),
             None => vec![0f32; rows * out],
         };
-        let threads = rayon::current_num_threads();
-        let parallelism = match threads {
-            1 => gemm::Parallelism::None,
-            n => gemm::Parallelism::Rayon(n),
-        };
-        // SAFETY: `y` is rows × out (row-major), `x` rows × inner
-        // (row-major), `w` out × inner (row-major, read as its transpose);
-        // every stride below stays inside those buffers.
-        unsafe {
-            gemm::gemm(
-                rows,
-                out,
-                inner,
-                y.as_mut_ptr(),
-                1,
-                out as isize,
-                addend.is_some(),
-                x.as_ptr(),
-                1,
-                inner as isize,
-                w.as_ptr(),
-                inner as isize,
-                1,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                parallelism,
-            );
-        }
+        matmul(
+            MatMut::rows(&mut y, rows, out),
+            Mat::rows(x, rows, inner),
+            Mat::rows(w, out, inner).t(),
+            addend.is_some(),
+        );
         Ok((CpuStorage::F32(y), Shape::from((rows, out))))
     }
 }

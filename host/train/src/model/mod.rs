@@ -24,6 +24,7 @@ mod fused;
 mod heads;
 mod init;
 mod layers;
+pub(crate) mod manual;
 mod pretrained;
 mod rms_norm;
 mod swiglu;

@@ -17,7 +17,7 @@ use crate::grpo::{LossInputs, advantages, loss};
 use crate::hooks::{Answer, Progress, Reward};
 use crate::policy::answer_text;
 use crate::rollout::Sampling;
-use crate::sequences::{Sequence, log_probs};
+use crate::sequences::{Backward, Sequence, policy_log_probs};
 use crate::task::Problem;
 use crate::tokenizer::ChatTokenizer;
 use candle_core::Tensor;
@@ -207,12 +207,13 @@ impl Run {
     ) -> Result<Update> {
         let b = self.batch(sequences)?;
         // One full forward over the whole conversations.
-        let current = log_probs(policy, &b)?;
+        let pass = policy_log_probs(policy, &b, Backward::Fastest)?;
+        let current = pass.values.clone();
         // One update per rollout batch: the sampling policy is the current
         // one, so its log-probs are these values without the graph.
         let old = current.detach();
         let reference = match &self.reference {
-            Some(r) => Some(log_probs(r, &b)?.detach()),
+            Some(r) => Some(policy_log_probs(r, &b, Backward::Fastest)?.values.detach()),
             None => None,
         };
         let advantages = Tensor::new(advantages, &self.device)?;
@@ -225,12 +226,21 @@ impl Run {
         };
         let (l, kl) = loss(&inputs, &self.config.grpo.objective)?;
         let learning_rate = self.optimizer.learning_rate();
-        let grad_norm = self.optimizer.step(&l.backward()?)?;
+        let loss_value = l.to_scalar::<f32>()?;
+        // An overflowed loss has no meaningful gradient, even where its
+        // backward pass gives finite numbers (when no position is trained,
+        // every weight's gradient is exactly 0).
+        let grad_norm = if loss_value.is_finite() {
+            self.optimizer.step(&pass.backward(&l)?)?
+        } else {
+            tracing::warn!(loss = loss_value, "non-finite loss: update skipped");
+            f64::NAN
+        };
         let kl = kl
             .map(|k| k.to_scalar::<f32>().map(f64::from))
             .transpose()?;
         Ok(Update {
-            loss: Some(f64::from(l.to_scalar::<f32>()?)),
+            loss: Some(f64::from(loss_value)),
             grad_norm: Some(grad_norm),
             learning_rate: Some(learning_rate),
             kl,

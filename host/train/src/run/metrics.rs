@@ -17,12 +17,13 @@ pub enum Phase {
     Eval,
 }
 
-/// The `skipped` field of an update whose gradient norm was `grad_norm`: the
-/// optimizer skips an update whose norm is not finite.
+/// The `skipped` field of an update whose gradient norm was `grad_norm`: an
+/// update whose loss or gradient norm is not finite is skipped, and its norm
+/// reported as not finite.
 pub fn skipped(grad_norm: Option<f64>) -> Option<&'static str> {
     grad_norm
         .is_some_and(|n| !n.is_finite())
-        .then_some("non-finite gradient norm: update skipped")
+        .then_some("non-finite loss or gradient norm: update skipped")
 }
 
 /// One line of `metrics.jsonl`; absent fields are left out.
@@ -41,7 +42,7 @@ pub struct MetricsLine<'a> {
     /// Gradient norm before clipping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grad_norm: Option<f64>,
-    /// Why the update was skipped (a non-finite gradient norm).
+    /// Why the update was skipped (a non-finite loss or gradient norm).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<&'static str>,
     /// Mean reward of the rollouts that got one.
