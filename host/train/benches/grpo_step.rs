@@ -237,7 +237,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "dtype": match dtype { ComputeDType::F32 => "f32", ComputeDType::Bf16 => "bf16" },
             "model": preset,
             "params": params,
-            "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            "threads": rayon::current_num_threads(),
             "rollout_seconds": rollout,
             "update_seconds": update,
             "rollout_tokens_per_second": generated / rollout,

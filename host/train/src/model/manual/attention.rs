@@ -12,6 +12,7 @@
 //! pool its parallelism.
 
 use super::kernels::{axpy, dot, softmax_in_place};
+use super::simd::widest;
 use crate::model::MASKED;
 use rayon::prelude::*;
 
@@ -46,11 +47,13 @@ impl Heads {
 }
 
 /// Position `i`'s slice of head `head` in token rows of `width`.
+#[inline(always)]
 fn at(rows: &[f32], width: usize, dim: usize, i: usize, head: usize) -> &[f32] {
     &rows[i * width + head * dim..][..dim]
 }
 
 /// The same, writable.
+#[inline(always)]
 fn at_mut(rows: &mut [f32], width: usize, dim: usize, i: usize, head: usize) -> &mut [f32] {
     &mut rows[i * width + head * dim..][..dim]
 }
@@ -67,37 +70,53 @@ pub(super) fn forward(
     probs: &mut [f32],
     out: &mut [f32],
 ) {
-    let (seq, dim, qw, kw) = (shape.seq, shape.dim, shape.query_width(), shape.key_width());
-    let scale = 1.0 / (dim as f32).sqrt();
+    let (seq, qw, kw) = (shape.seq, shape.query_width(), shape.key_width());
     out.par_chunks_mut(seq * qw)
         .zip(probs.par_chunks_mut(shape.heads * seq * seq))
         .enumerate()
         .for_each(|(b, (out, probs))| {
             let rows = b * seq..(b + 1) * seq;
-            let (q, keys) = (&q[rows.start * qw..rows.end * qw], &keys[rows.clone()]);
+            let q = &q[rows.start * qw..rows.end * qw];
             let (k, v) = (
                 &k[rows.start * kw..rows.end * kw],
                 &v[rows.start * kw..rows.end * kw],
             );
-            for (h, p) in probs.chunks_exact_mut(seq * seq).enumerate() {
-                let g = shape.kv_head(h);
-                for (i, row) in p.chunks_exact_mut(seq).enumerate() {
-                    let q_i = at(q, qw, dim, i, h);
-                    let (visible, later) = row.split_at_mut(i + 1);
-                    for (j, s) in visible.iter_mut().enumerate() {
-                        let hidden = if keys[j] { 0.0 } else { MASKED };
-                        *s = dot(q_i, at(k, kw, dim, j, g)) * scale + hidden;
-                    }
-                    softmax_in_place(visible);
-                    later.fill(0.0);
-                    let out_i = at_mut(out, qw, dim, i, h);
-                    out_i.fill(0.0);
-                    for (j, &p) in visible.iter().enumerate() {
-                        axpy(out_i, p, at(v, kw, dim, j, g));
-                    }
+            forward_row(shape, q, k, v, &keys[rows], probs, out);
+        });
+}
+
+widest! {
+    /// [`forward`] for one batch row.
+    fn forward_row(
+        shape: Heads,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        keys: &[bool],
+        probs: &mut [f32],
+        out: &mut [f32],
+    ) {
+        let (seq, dim, qw, kw) = (shape.seq, shape.dim, shape.query_width(), shape.key_width());
+        let scale = 1.0 / (dim as f32).sqrt();
+        for (h, p) in probs.chunks_exact_mut(seq * seq).enumerate() {
+            let g = shape.kv_head(h);
+            for (i, row) in p.chunks_exact_mut(seq).enumerate() {
+                let q_i = at(q, qw, dim, i, h);
+                let (visible, later) = row.split_at_mut(i + 1);
+                for (j, s) in visible.iter_mut().enumerate() {
+                    let hidden = if keys[j] { 0.0 } else { MASKED };
+                    *s = dot(q_i, at(k, kw, dim, j, g)) * scale + hidden;
+                }
+                softmax_in_place(visible);
+                later.fill(0.0);
+                let out_i = at_mut(out, qw, dim, i, h);
+                out_i.fill(0.0);
+                for (j, &p) in visible.iter().enumerate() {
+                    axpy(out_i, p, at(v, kw, dim, j, g));
                 }
             }
-        });
+        }
+    }
 }
 
 /// Backward of [`forward`] from the output's gradient `grad_out`: writes
@@ -109,8 +128,7 @@ pub(super) fn backward(
     grad_out: &[f32],
     (grad_q, grad_k, grad_v): (&mut [f32], &mut [f32], &mut [f32]),
 ) {
-    let (seq, dim, qw, kw) = (shape.seq, shape.dim, shape.query_width(), shape.key_width());
-    let scale = 1.0 / (dim as f32).sqrt();
+    let (seq, qw, kw) = (shape.seq, shape.query_width(), shape.key_width());
     grad_q
         .par_chunks_mut(seq * qw)
         .zip(grad_k.par_chunks_mut(seq * kw))
@@ -118,42 +136,62 @@ pub(super) fn backward(
         .enumerate()
         .for_each(|(b, ((grad_q, grad_k), grad_v))| {
             let rows = b * seq..(b + 1) * seq;
-            let q = &q[rows.start * qw..rows.end * qw];
-            let grad_out = &grad_out[rows.start * qw..rows.end * qw];
+            let (q, grad_out) = (
+                &q[rows.start * qw..rows.end * qw],
+                &grad_out[rows.start * qw..rows.end * qw],
+            );
             let (k, v) = (
                 &k[rows.start * kw..rows.end * kw],
                 &v[rows.start * kw..rows.end * kw],
             );
             let probs = &probs[b * shape.heads * seq * seq..][..shape.heads * seq * seq];
-            grad_k.fill(0.0);
-            grad_v.fill(0.0);
-            let mut grad_scores = vec![0f32; seq];
-            for (h, p) in probs.chunks_exact(seq * seq).enumerate() {
-                let g = shape.kv_head(h);
-                for (i, p_row) in p.chunks_exact(seq).enumerate() {
-                    let (p_row, d_row) = (&p_row[..=i], &mut grad_scores[..=i]);
-                    let grad_out_i = at(grad_out, qw, dim, i, h);
-                    // dP_ij = dO_i · v_j; dV_j += P_ij dO_i.
-                    for (j, (d, &p)) in d_row.iter_mut().zip(p_row).enumerate() {
-                        *d = dot(grad_out_i, at(v, kw, dim, j, g));
-                        axpy(at_mut(grad_v, kw, dim, j, g), p, grad_out_i);
-                    }
-                    // Through the softmax: dS = P ∘ (dP − Σ_j dP∘P), times the scale.
-                    let total: f32 = d_row.iter().zip(p_row).map(|(d, p)| d * p).sum();
-                    for (d, p) in d_row.iter_mut().zip(p_row) {
-                        *d = p * (*d - total) * scale;
-                    }
-                    // dQ_i = Σ_j dS_ij k_j; dK_j += dS_ij q_i.
-                    let q_i = at(q, qw, dim, i, h);
-                    let grad_q_i = at_mut(grad_q, qw, dim, i, h);
-                    grad_q_i.fill(0.0);
-                    for (j, &d) in d_row.iter().enumerate() {
-                        axpy(grad_q_i, d, at(k, kw, dim, j, g));
-                    }
-                    for (j, &d) in d_row.iter().enumerate() {
-                        axpy(at_mut(grad_k, kw, dim, j, g), d, q_i);
-                    }
+            backward_row(shape, (q, k, v), probs, grad_out, grad_q, grad_k, grad_v);
+        });
+}
+
+widest! {
+    /// [`backward`] for one batch row.
+    fn backward_row(
+        shape: Heads,
+        qkv: (&[f32], &[f32], &[f32]),
+        probs: &[f32],
+        grad_out: &[f32],
+        grad_q: &mut [f32],
+        grad_k: &mut [f32],
+        grad_v: &mut [f32],
+    ) {
+        let (q, k, v) = qkv;
+        let (seq, dim, qw, kw) = (shape.seq, shape.dim, shape.query_width(), shape.key_width());
+        let scale = 1.0 / (dim as f32).sqrt();
+        grad_k.fill(0.0);
+        grad_v.fill(0.0);
+        let mut grad_scores = vec![0f32; seq];
+        for (h, p) in probs.chunks_exact(seq * seq).enumerate() {
+            let g = shape.kv_head(h);
+            for (i, p_row) in p.chunks_exact(seq).enumerate() {
+                let (p_row, d_row) = (&p_row[..=i], &mut grad_scores[..=i]);
+                let grad_out_i = at(grad_out, qw, dim, i, h);
+                // dP_ij = dO_i · v_j; dV_j += P_ij dO_i.
+                for (j, (d, &p)) in d_row.iter_mut().zip(p_row).enumerate() {
+                    *d = dot(grad_out_i, at(v, kw, dim, j, g));
+                    axpy(at_mut(grad_v, kw, dim, j, g), p, grad_out_i);
+                }
+                // Through the softmax: dS = P ∘ (dP − Σ_j dP∘P), times the scale.
+                let total = dot(d_row, p_row);
+                for (d, p) in d_row.iter_mut().zip(p_row) {
+                    *d = p * (*d - total) * scale;
+                }
+                // dQ_i = Σ_j dS_ij k_j; dK_j += dS_ij q_i.
+                let q_i = at(q, qw, dim, i, h);
+                let grad_q_i = at_mut(grad_q, qw, dim, i, h);
+                grad_q_i.fill(0.0);
+                for (j, &d) in d_row.iter().enumerate() {
+                    axpy(grad_q_i, d, at(k, kw, dim, j, g));
+                }
+                for (j, &d) in d_row.iter().enumerate() {
+                    axpy(at_mut(grad_k, kw, dim, j, g), d, q_i);
                 }
             }
-        });
+        }
+    }
 }

@@ -181,7 +181,7 @@ pub(super) fn exp(x: f32) -> f32 {
 
 /// `a · b` over equally long slices, with eight partial sums so that the
 /// loop vectorizes (a single running sum would fix the order of additions).
-#[inline]
+#[inline(always)]
 pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut partial = [0f32; 8];
     let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
@@ -200,12 +200,13 @@ pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// `y += a · x` over equally long slices.
-#[inline]
+#[inline(always)]
 pub(super) fn axpy(y: &mut [f32], a: f32, x: &[f32]) {
     y.iter_mut().zip(x).for_each(|(y, x)| *y += a * x);
 }
 
 /// Replaces `row` by its softmax.
+#[inline(always)]
 pub(super) fn softmax_in_place(row: &mut [f32]) {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0f32;

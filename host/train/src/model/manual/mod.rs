@@ -21,6 +21,7 @@ mod buffers;
 mod head;
 mod kernels;
 mod layer;
+mod simd;
 #[cfg(test)]
 mod tests;
 
