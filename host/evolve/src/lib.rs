@@ -29,6 +29,7 @@ pub mod report;
 pub mod reward;
 pub mod round;
 pub mod run;
+pub mod seeds;
 pub mod select;
 
 pub use config::EvolveConfig;

@@ -1,8 +1,10 @@
 //! `plot.png`: RB and accuracy per row with their intervals (top), and the
-//! judge's agreement with the frozen test labels per revision (bottom).
+//! judge's agreement with the frozen test labels per revision (bottom);
+//! `seeds.png`: RB per row across seeds.
 
 use crate::error::{EvolveError, Result};
 use crate::report::Summary;
+use crate::seeds::SeedReport;
 use plotters::prelude::*;
 use std::path::Path;
 use verifine_train::plot::bundled_font;
@@ -16,25 +18,8 @@ pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
         root.fill(&WHITE).map_err(plot_error)?;
         let (top, bottom) = root.split_vertically(340);
         let names: Vec<String> = summary.rows.iter().map(|r| r.name.clone()).collect();
-        let n = names.len().max(1) as f64;
-        let mut chart = ChartBuilder::on(&top)
-            .caption(
-                "held-out policy test set (95% bootstrap intervals)",
-                (font, 18),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(-0.5..n - 0.5, 0.0..1.0)
-            .map_err(plot_error)?;
-        chart
-            .configure_mesh()
-            .x_labels(names.len().max(1))
-            .x_label_formatter(&|x| names.get(x.round() as usize).cloned().unwrap_or_default())
-            .label_style((font, 12))
-            .disable_x_mesh()
-            .draw()
-            .map_err(plot_error)?;
+        let caption = "held-out policy test set (95% bootstrap intervals)";
+        let mut chart = rows_chart(&top, caption, &names)?;
         for (label, offset, colour, pick) in [
             ("RB (fixed evaluator)", -0.1, BLUE, 0usize),
             ("accuracy", 0.1, RED, 1),
@@ -125,6 +110,86 @@ pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
     }
     std::fs::rename(&tmp, path)
         .map_err(|e| EvolveError::File(verifine_base::FileError::io("renaming into", path, e)))
+}
+
+/// `seeds.png`: each seed's RB per row (a line per seed) and the mean
+/// across seeds with its 95% interval.
+pub fn draw_seeds(report: &SeedReport, path: &Path) -> Result<()> {
+    let font = bundled_font();
+    let tmp = verifine_base::temporary_sibling(path).with_extension("png");
+    {
+        let root = BitMapBackend::new(&tmp, (900, 400)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let names: Vec<String> = report.rows.iter().map(|r| r.name.clone()).collect();
+        let caption = "RB per row: each seed, and the mean with its 95% interval";
+        let mut chart = rows_chart(&root, caption, &names)?;
+        for (k, seed) in report.seeds.iter().enumerate() {
+            let colour = Palette99::pick(k).to_rgba();
+            let points: Vec<(f64, f64)> = report
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (i as f64, r.rb_per_seed[k]))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points, colour))
+                .map_err(plot_error)?
+                .label(format!("seed {seed}"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
+        }
+        chart
+            .draw_series(report.rows.iter().enumerate().map(|(i, r)| {
+                let [low, high] = r.rb_interval;
+                let (low, high) = (low.max(0.0), high.min(1.0));
+                ErrorBar::new_vertical(i as f64, low, r.rb_mean, high, BLACK.filled(), 10)
+            }))
+            .map_err(plot_error)?
+            .label("mean, 95% t interval")
+            .legend(|(x, y)| Circle::new((x + 10, y), 4, BLACK.filled()));
+        chart
+            .configure_series_labels()
+            .label_font((font, 12))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(plot_error)?;
+        root.present().map_err(plot_error)?;
+    }
+    std::fs::rename(&tmp, path)
+        .map_err(|e| EvolveError::File(verifine_base::FileError::io("renaming into", path, e)))
+}
+
+/// A chart whose x axis is the table's rows, by name, and y axis 0–1.
+fn rows_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    names: &[String],
+) -> Result<
+    ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+> {
+    let font = bundled_font();
+    let n = names.len().max(1) as f64;
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (font, 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(-0.5..n - 0.5, 0.0..1.0)
+        .map_err(plot_error)?;
+    chart
+        .configure_mesh()
+        .x_labels(names.len().max(1))
+        .x_label_formatter(&|x| names.get(x.round() as usize).cloned().unwrap_or_default())
+        .label_style((font, 12))
+        .disable_x_mesh()
+        .draw()
+        .map_err(plot_error)?;
+    Ok(chart)
 }
 
 fn plot_error(e: impl std::fmt::Display) -> EvolveError {

@@ -387,3 +387,39 @@ fn a_fifo_or_a_link_for_an_answer_fails_the_proposal_without_hanging() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn seeds_run_once_each_and_report_across_them() {
+    let dir = scratch("seeds");
+    let mut started = Vec::new();
+    let report = verifine_evolve::seeds::run(
+        &tiny(99),
+        &dir,
+        &[0, 1],
+        || Box::new(|_| {}),
+        |seed, how| started.push((seed, how)),
+    )
+    .unwrap();
+    use verifine_evolve::seeds::SeedStart;
+    assert_eq!(started, [(0, SeedStart::Fresh), (1, SeedStart::Fresh)]);
+    assert_eq!(report.seeds, [0, 1]);
+    for seed in [0, 1] {
+        let summary = verifine_evolve::report::read(&dir.join(format!("seed-{seed}"))).unwrap();
+        let rbs: Vec<f64> = report.rows.iter().map(|r| r.rb_per_seed[seed]).collect();
+        let own: Vec<f64> = summary.rows.iter().map(|r| r.rb).collect();
+        assert_eq!(rbs, own, "seed {seed}'s column is its own run's table");
+    }
+    assert!(read(&dir.join("seeds.md")).contains("## Checks"));
+    // Asked again, finished seeds are read, not run.
+    let mut again = Vec::new();
+    verifine_evolve::seeds::run(
+        &tiny(99),
+        &dir,
+        &[0, 1],
+        || Box::new(|_| {}),
+        |s, h| again.push((s, h)),
+    )
+    .unwrap();
+    assert_eq!(again, [(0, SeedStart::Finished), (1, SeedStart::Finished)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

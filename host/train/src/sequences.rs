@@ -176,10 +176,15 @@ impl PolicyLogProbs<'_> {
     }
 }
 
-/// SFT loss: negative log-likelihood of trainable tokens, each sequence
-/// weighted (a curriculum's keep weight; `None` = all 1).
-pub fn sft_loss(model: &Decoder, batch: &SequenceBatch, weights: Option<&[f64]>) -> Result<Tensor> {
-    let nll = log_probs(model, batch)?.neg()?;
+/// SFT loss from the batch's log-probs ([`policy_log_probs`]): negative
+/// log-likelihood of trainable tokens, each sequence weighted (a
+/// curriculum's keep weight; `None` = all 1).
+pub fn sft_loss(
+    log_probs: &Tensor,
+    batch: &SequenceBatch,
+    weights: Option<&[f64]>,
+) -> Result<Tensor> {
+    let nll = log_probs.neg()?;
     let mask = match weights {
         Some(w) => {
             ensure!(w.len() == batch.input.dim(0)?, "one weight per sequence");
@@ -243,15 +248,16 @@ mod tests {
             &Device::Cpu,
         )
         .unwrap();
-        let initial = sft_loss(&model, &b, None)
+        let initial = sft_loss(&log_probs(&model, &b).unwrap(), &b, None)
             .unwrap()
             .to_scalar::<f32>()
             .unwrap();
         for _ in 0..40 {
-            let loss = sft_loss(&model, &b, None).unwrap();
-            opt.step(&loss.backward().unwrap()).unwrap();
+            let pass = policy_log_probs(&model, &b, Backward::Fastest).unwrap();
+            let loss = sft_loss(&pass.values, &b, None).unwrap();
+            opt.step(&pass.backward(&loss).unwrap()).unwrap();
         }
-        let last = sft_loss(&model, &b, None)
+        let last = sft_loss(&log_probs(&model, &b).unwrap(), &b, None)
             .unwrap()
             .to_scalar::<f32>()
             .unwrap();
@@ -271,11 +277,11 @@ mod tests {
             &Device::Cpu,
         )
         .unwrap();
-        let alone = sft_loss(&model, &one, None)
+        let alone = sft_loss(&log_probs(&model, &one).unwrap(), &one, None)
             .unwrap()
             .to_scalar::<f32>()
             .unwrap();
-        let weighted = sft_loss(&model, &two, Some(&[1.0, 0.0]))
+        let weighted = sft_loss(&log_probs(&model, &two).unwrap(), &two, Some(&[1.0, 0.0]))
             .unwrap()
             .to_scalar::<f32>()
             .unwrap();

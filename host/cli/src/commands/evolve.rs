@@ -26,23 +26,24 @@ pub struct EvolveArgs {
     /// directory that holds one: with a state.json).
     #[arg(long, requires = "run_dir", conflicts_with = "resume")]
     pub overwrite: bool,
+    /// Run the config once per `[train] seed` listed (`0,1,2`), each into
+    /// `<run-dir>/seed-<N>`, and write the report across them (`seeds.md`,
+    /// `seeds.json`, `seeds.png`) into the run directory. A seed whose run
+    /// finished is read, not run again; one that stopped is resumed.
+    #[arg(long, value_delimiter = ',', conflicts_with = "resume")]
+    pub seeds: Vec<u64>,
 }
 
 /// Runs (or resumes) the loop and prints the summary.
 pub fn run(args: EvolveArgs) -> Result<()> {
+    if !args.seeds.is_empty() {
+        return run_seeds(args);
+    }
     let started = std::time::Instant::now();
     let (summary, dir) = if let Some(dir) = args.resume {
         (verifine_evolve::resume(&dir, progress())?, dir)
     } else {
-        let config = match &args.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading {}", path.display()))?;
-                EvolveConfig::parse(&text).with_context(|| format!("in {}", path.display()))?
-            }
-            None => EvolveConfig::parse(DEFAULT_CONFIG)
-                .context("the embedded examples/evolve/evolve.toml")?,
-        };
+        let config = config(&args)?;
         let dir = args.run_dir.unwrap_or_else(|| super::new_run_dir("evolve"));
         if args.overwrite {
             super::clear_run_dir(&dir, "state.json")?;
@@ -55,6 +56,49 @@ pub fn run(args: EvolveArgs) -> Result<()> {
         dir.display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// The config `--config` names, or the embedded default.
+fn config(args: &EvolveArgs) -> Result<EvolveConfig> {
+    Ok(match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            EvolveConfig::parse(&text).with_context(|| format!("in {}", path.display()))?
+        }
+        None => EvolveConfig::parse(DEFAULT_CONFIG)
+            .context("the embedded examples/evolve/evolve.toml")?,
+    })
+}
+
+/// `--seeds`: one run per seed, then the report across them.
+fn run_seeds(args: EvolveArgs) -> Result<()> {
+    use verifine_evolve::seeds::{self, SeedStart};
+    let config = config(&args)?;
+    let dir = args
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| super::new_run_dir("evolve-seeds"));
+    if args.overwrite {
+        for seed in &args.seeds {
+            super::clear_run_dir(&dir.join(format!("seed-{seed}")), "state.json")?;
+        }
+    }
+    let announce = |seed, start| {
+        let how = match start {
+            SeedStart::Fresh => "running",
+            SeedStart::Resumed => "resuming",
+            SeedStart::Finished => "finished earlier, reading",
+        };
+        eprintln!(
+            "seed {seed}: {how} {}",
+            dir.join(format!("seed-{seed}")).display()
+        );
+    };
+    let report = seeds::run(&config, &dir, &args.seeds, progress, announce)?;
+    println!("{}", seeds::markdown(&report));
+    println!("outputs in {}", dir.display());
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use super::metrics::{MetricsLine, Phase, skipped};
 use crate::conversation::sft_sequence;
 use crate::error::Result;
 use crate::hooks::Progress;
-use crate::sequences::sft_loss;
+use crate::sequences::{Backward, policy_log_probs, sft_loss};
 
 impl Run {
     pub(super) fn sft_step(&mut self) -> Result<()> {
@@ -26,8 +26,9 @@ impl Run {
         let batch = self.batch(&sequences)?;
         let learning_rate = self.optimizer.learning_rate();
         let compute = self.model.cast(self.config.model.compute_dtype)?;
-        let loss = sft_loss(&compute, &batch, None)?;
-        let grad_norm = self.optimizer.step(&loss.backward()?)?;
+        let pass = policy_log_probs(&compute, &batch, Backward::Fastest)?;
+        let loss = sft_loss(&pass.values, &batch, None)?;
+        let grad_norm = self.optimizer.step(&pass.backward(&loss)?)?;
         let loss = f64::from(loss.to_scalar::<f32>()?);
         (self.host.progress)(Progress::Step {
             step: self.step + 1,

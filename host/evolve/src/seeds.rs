@@ -1,0 +1,305 @@
+//! One config at several seeds, and the report across them.
+//!
+//! A single trajectory cannot carry a claim: runs on another machine diverge
+//! as another seed would (the matrix kernels round differently), and a
+//! 250-step round moves RB by ±3–5 points on its own. So the claims of the
+//! co-evolution table are made over seeds: each row's RB as the mean with a
+//! 95% Student-t interval across seeds, each seed's value beside it, the
+//! judge's frozen-test Pearson per revision per seed, and the three checks
+//! the table is read by, each with the numbers that decide it.
+
+use crate::config::EvolveConfig;
+use crate::error::{EvolveError, Result};
+use crate::report::Summary;
+use crate::run::EvolveProgress;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use verifine_base::write_atomically;
+
+/// Runs `config` once per seed (its `[train] seed` replaced), each into
+/// `dir/seed-<N>`, and writes the report across them into `dir`. A seed whose
+/// run finished earlier (a `summary.json`) is read, not run again; one that
+/// stopped (a `state.json`) is resumed. `progress` makes the callback of
+/// each seed's run; `announce` hears which seed starts and how.
+pub fn run(
+    config: &EvolveConfig,
+    dir: &Path,
+    seeds: &[u64],
+    mut progress: impl FnMut() -> Box<dyn FnMut(EvolveProgress)>,
+    mut announce: impl FnMut(u64, SeedStart),
+) -> Result<SeedReport> {
+    let mut runs = Vec::with_capacity(seeds.len());
+    for &seed in seeds {
+        let seed_dir = dir.join(format!("seed-{seed}"));
+        let summary = if seed_dir.join("summary.json").exists() {
+            announce(seed, SeedStart::Finished);
+            crate::report::read(&seed_dir)?
+        } else if seed_dir.join("state.json").exists() {
+            announce(seed, SeedStart::Resumed);
+            crate::run::resume(&seed_dir, progress())?
+        } else {
+            announce(seed, SeedStart::Fresh);
+            let mut seeded = config.clone();
+            seeded.train.seed = seed;
+            crate::run::start(seeded, &seed_dir, progress())?
+        };
+        runs.push(SeedRun { seed, summary });
+    }
+    let report = across(&runs)?;
+    write(&report, dir)?;
+    Ok(report)
+}
+
+/// How a seed's run began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeedStart {
+    /// From the start.
+    Fresh,
+    /// After the last task an earlier, stopped run finished.
+    Resumed,
+    /// Not at all: it had finished; its summary is read.
+    Finished,
+}
+
+/// A finished run of one seed.
+pub struct SeedRun {
+    /// The `[train] seed` it ran with.
+    pub seed: u64,
+    /// Its `summary.json`.
+    pub summary: Summary,
+}
+
+/// A row of the table across seeds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RowAcrossSeeds {
+    /// `base`, `random-initial`, `guided-initial`, `R1` …
+    pub name: String,
+    /// Mean RB over the seeds.
+    pub rb_mean: f64,
+    /// 95% Student-t interval of that mean across seeds (a point for one seed).
+    pub rb_interval: [f64; 2],
+    /// Each seed's RB, in the order of [`SeedReport::seeds`].
+    pub rb_per_seed: Vec<f64>,
+}
+
+/// One of the checks the table is read by.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// What must hold.
+    pub claim: String,
+    /// Whether it holds.
+    pub holds: bool,
+    /// The numbers that decide it.
+    pub detail: String,
+}
+
+/// `seeds.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeedReport {
+    /// The seeds, in run order.
+    pub seeds: Vec<u64>,
+    /// The table's rows.
+    pub rows: Vec<RowAcrossSeeds>,
+    /// Per seed, the judge's frozen-test Pearson per revision (oldest first).
+    pub judge_pearson: Vec<Vec<f64>>,
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+/// RB points the last round may fall below R1 at any seed.
+const LAST_ROUND_SLACK: f64 = 0.03;
+
+/// The report across `runs`; every run must have the same rows.
+pub fn across(runs: &[SeedRun]) -> Result<SeedReport> {
+    let first = runs
+        .first()
+        .ok_or_else(|| EvolveError::Invalid("a report across seeds needs a run".into()))?;
+    let names: Vec<&str> = first.summary.rows.iter().map(|r| r.name.as_str()).collect();
+    for run in runs {
+        let these: Vec<&str> = run.summary.rows.iter().map(|r| r.name.as_str()).collect();
+        if these != names {
+            return Err(EvolveError::Invalid(format!(
+                "seed {} has rows {these:?}, seed {} {names:?}: not the same config",
+                run.seed, first.seed
+            )));
+        }
+    }
+    let rows: Vec<RowAcrossSeeds> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let values: Vec<f64> = runs.iter().map(|r| r.summary.rows[i].rb).collect();
+            let (mean, interval) = mean_interval(&values);
+            RowAcrossSeeds {
+                name: name.to_string(),
+                rb_mean: mean,
+                rb_interval: interval,
+                rb_per_seed: values,
+            }
+        })
+        .collect();
+    let judge_pearson = runs
+        .iter()
+        .map(|r| r.summary.judge.iter().map(|j| j.pearson_test).collect())
+        .collect();
+    let mut report = SeedReport {
+        seeds: runs.iter().map(|r| r.seed).collect(),
+        rows,
+        judge_pearson,
+        checks: Vec::new(),
+    };
+    report.checks = checks(&report);
+    Ok(report)
+}
+
+/// Mean and 95% Student-t interval of the mean.
+fn mean_interval(values: &[f64]) -> (f64, [f64; 2]) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, [mean, mean]);
+    }
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let half = student_t_975(values.len() - 1) * (variance / n).sqrt();
+    (mean, [mean - half, mean + half])
+}
+
+/// The 97.5% quantile of Student's t with `df` degrees of freedom.
+fn student_t_975(df: usize) -> f64 {
+    const TABLE: [f64; 10] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=10 => TABLE[df - 1],
+        11..=30 => 2.042 + (2.228 - 2.042) * (30 - df) as f64 / 20.0,
+        _ => 1.96,
+    }
+}
+
+/// The rounds with the revised judge, `R1` … in order.
+fn round_rows(report: &SeedReport) -> Vec<&RowAcrossSeeds> {
+    report
+        .rows
+        .iter()
+        .filter(|r| {
+            r.name
+                .strip_prefix('R')
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .collect()
+}
+
+fn checks(report: &SeedReport) -> Vec<Check> {
+    let rounds = round_rows(report);
+    let (Some(first), Some(last)) = (rounds.first(), rounds.last()) else {
+        return Vec::new();
+    };
+    let mut checks = Vec::new();
+    for name in ["base", "random-initial", "guided-initial"] {
+        let Some(other) = report.rows.iter().find(|r| r.name == name) else {
+            continue;
+        };
+        checks.push(Check {
+            claim: format!("{} above {name}, intervals clear", last.name),
+            holds: last.rb_interval[0] > other.rb_interval[1],
+            detail: format!(
+                "{} {:.3} [{:.3}, {:.3}] vs {:.3} [{:.3}, {:.3}]",
+                last.name,
+                last.rb_mean,
+                last.rb_interval[0],
+                last.rb_interval[1],
+                other.rb_mean,
+                other.rb_interval[0],
+                other.rb_interval[1]
+            ),
+        });
+    }
+    let drops: Vec<f64> = last
+        .rb_per_seed
+        .iter()
+        .zip(&first.rb_per_seed)
+        .map(|(l, f)| l - f)
+        .collect();
+    checks.push(Check {
+        claim: format!(
+            "no seed's {} more than {:.0} points below its {}",
+            last.name,
+            LAST_ROUND_SLACK * 100.0,
+            first.name
+        ),
+        holds: drops.iter().all(|d| *d >= -LAST_ROUND_SLACK),
+        detail: format!("{} − {} per seed: {}", last.name, first.name, list(&drops)),
+    });
+    let gains: Vec<f64> = report
+        .judge_pearson
+        .iter()
+        .map(|p| p.last().copied().unwrap_or(f64::NAN) - p.first().copied().unwrap_or(f64::NAN))
+        .collect();
+    checks.push(Check {
+        claim: "final judge's frozen-test Pearson above the initial one at every seed".into(),
+        holds: gains.iter().all(|g| *g > 0.0),
+        detail: format!("final − initial per seed: {}", list(&gains)),
+    });
+    checks
+}
+
+fn list(values: &[f64]) -> String {
+    let parts: Vec<String> = values.iter().map(|v| format!("{v:+.3}")).collect();
+    parts.join(", ")
+}
+
+/// Writes `seeds.json`, `seeds.md` and `seeds.png` into `dir` (each through
+/// a temporary file and a rename).
+pub fn write(report: &SeedReport, dir: &Path) -> Result<()> {
+    let json =
+        serde_json::to_string_pretty(report).map_err(|e| EvolveError::Invalid(e.to_string()))?;
+    write_atomically(&dir.join("seeds.json"), |w| w.write_all(json.as_bytes()))?;
+    let markdown = markdown(report);
+    write_atomically(&dir.join("seeds.md"), |w| w.write_all(markdown.as_bytes()))?;
+    crate::plot::draw_seeds(report, &dir.join("seeds.png"))
+}
+
+/// The report as a Markdown table with the checks below it.
+pub fn markdown(report: &SeedReport) -> String {
+    let seeds: Vec<String> = report.seeds.iter().map(|s| format!("seed {s}")).collect();
+    let mut out = format!(
+        "# RB across seeds {}\n\n| row | mean RB [95% t interval] | {} |\n|---|---|{}\n",
+        report
+            .seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        seeds.join(" | "),
+        "---|".repeat(seeds.len())
+    );
+    for row in &report.rows {
+        let values: Vec<String> = row.rb_per_seed.iter().map(|v| format!("{v:.3}")).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {:.3} [{:.3}, {:.3}] | {} |",
+            row.name,
+            row.rb_mean,
+            row.rb_interval[0],
+            row.rb_interval[1],
+            values.join(" | ")
+        );
+    }
+    out.push_str("\n## Judge Pearson on the frozen test labels, per revision\n\n");
+    for (seed, pearson) in report.seeds.iter().zip(&report.judge_pearson) {
+        let values: Vec<String> = pearson.iter().map(|p| format!("{p:.3}")).collect();
+        let _ = writeln!(out, "- seed {seed}: {}", values.join(" → "));
+    }
+    out.push_str("\n## Checks\n\n");
+    for check in &report.checks {
+        let mark = if check.holds { "holds" } else { "**fails**" };
+        let _ = writeln!(out, "- {}: {mark} ({})", check.claim, check.detail);
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "seeds_tests.rs"]
+mod tests;
