@@ -83,6 +83,19 @@ pub struct RowAcrossSeeds {
     pub rb_per_seed: Vec<f64>,
 }
 
+/// One row minus another, per seed, with the mean difference's interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairedDifference {
+    /// `R3 − base` …
+    pub name: String,
+    /// Mean of the per-seed differences.
+    pub mean: f64,
+    /// Its 95% Student-t interval.
+    pub interval: [f64; 2],
+    /// Each seed's difference.
+    pub per_seed: Vec<f64>,
+}
+
 /// One of the checks the table is read by.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {
@@ -103,6 +116,10 @@ pub struct SeedReport {
     pub rows: Vec<RowAcrossSeeds>,
     /// Per seed, the judge's frozen-test Pearson per revision (oldest first).
     pub judge_pearson: Vec<Vec<f64>>,
+    /// The last round against each earlier row, seed by seed: a difference
+    /// within a seed cancels what the seed moves for every row (the base
+    /// alone spans 20 points across seeds).
+    pub paired: Vec<PairedDifference>,
     /// The checks.
     pub checks: Vec<Check>,
 }
@@ -147,8 +164,10 @@ pub fn across(runs: &[SeedRun]) -> Result<SeedReport> {
         seeds: runs.iter().map(|r| r.seed).collect(),
         rows,
         judge_pearson,
+        paired: Vec::new(),
         checks: Vec::new(),
     };
+    report.paired = paired(&report);
     report.checks = checks(&report);
     Ok(report)
 }
@@ -187,6 +206,33 @@ fn round_rows(report: &SeedReport) -> Vec<&RowAcrossSeeds> {
             r.name
                 .strip_prefix('R')
                 .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .collect()
+}
+
+/// The last round minus every earlier row, seed by seed.
+fn paired(report: &SeedReport) -> Vec<PairedDifference> {
+    let Some(last) = round_rows(report).last().copied() else {
+        return Vec::new();
+    };
+    report
+        .rows
+        .iter()
+        .take_while(|r| r.name != last.name)
+        .map(|other| {
+            let per_seed: Vec<f64> = last
+                .rb_per_seed
+                .iter()
+                .zip(&other.rb_per_seed)
+                .map(|(l, o)| l - o)
+                .collect();
+            let (mean, interval) = mean_interval(&per_seed);
+            PairedDifference {
+                name: format!("{} − {}", last.name, other.name),
+                mean,
+                interval,
+                per_seed,
+            }
         })
         .collect()
 }
@@ -285,6 +331,18 @@ pub fn markdown(report: &SeedReport) -> String {
             row.rb_interval[0],
             row.rb_interval[1],
             values.join(" | ")
+        );
+    }
+    out.push_str("\n## The last round against each earlier row, within each seed\n\n");
+    for difference in &report.paired {
+        let _ = writeln!(
+            out,
+            "- {}: {:+.3} [{:+.3}, {:+.3}] (per seed: {})",
+            difference.name,
+            difference.mean,
+            difference.interval[0],
+            difference.interval[1],
+            list(&difference.per_seed)
         );
     }
     out.push_str("\n## Judge Pearson on the frozen test labels, per revision\n\n");
