@@ -384,3 +384,38 @@ fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_revision_that_pays_more_for_wrong_answers_is_refused_when_the_check_is_on() {
+    // Cases 0 and 3 answer 4 where the reference says 5; their labels are 0.
+    let mut set = set();
+    for (i, case) in set.cases.iter_mut().enumerate() {
+        case.reference = "5 + 0 = 5\n#### 5".into();
+        case.response = if i % 3 == 0 { "#### 4" } else { "#### 5" }.into();
+    }
+    let live = [0.1, 1.0, 0.5, 0.2, 0.6, 0.6];
+    // Agrees better with the labels everywhere it matters, but lifts both
+    // wrong answers by 0.05.
+    let lifted = [0.15, 1.0, 0.5, 0.25, 1.0, 0.5];
+    let unchecked = decide(&CalibrationConfig::default(), &set, &live, &lifted);
+    assert!(unchecked.accepted, "{}", unchecked.reason);
+    let (before, after) = unchecked.wrong_reward.unwrap();
+    assert!((before - 0.15).abs() < 1e-12 && (after - 0.2).abs() < 1e-12);
+
+    let checked = CalibrationConfig {
+        max_wrong_reward_rise: Some(0.0),
+        ..CalibrationConfig::default()
+    };
+    let refused = decide(&checked, &set, &live, &lifted);
+    assert!(!refused.accepted);
+    assert!(
+        refused
+            .reason
+            .contains("2 labelled answers with a wrong final answer"),
+        "{}",
+        refused.reason
+    );
+    // Lowering what wrong answers get passes the check.
+    let lowered = [0.05, 1.0, 0.5, 0.1, 1.0, 0.5];
+    assert!(decide(&checked, &set, &live, &lowered).accepted);
+}

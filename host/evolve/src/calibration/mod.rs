@@ -4,7 +4,8 @@
 //! than a margin, and agreement on the whole accumulated set does not fall
 //! (neither its Pearson correlation nor its mean absolute error worsens),
 //! so a revision cannot buy today's cases with yesterday's competence — one
-//! case at a time or spread thinly over many. At most `max_versions` proposals per round; when
+//! case at a time or spread thinly over many; optionally, the judge's
+//! reward on labelled wrong answers may not rise ([`wrong`]). At most `max_versions` proposals per round; when
 //! agreement stops rising, the loop asks for human review instead of
 //! churning. Every proposal, its scores and the decision go to the log.
 
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use verifine_runtime::stats::{mae, pearson};
 
 mod replay;
+mod wrong;
 use replay::check_replayed;
 
 /// The accept rule and the loop's limits (`[calibration]`).
@@ -37,6 +39,9 @@ pub struct CalibrationConfig {
     /// rise: a revision that ranks cases better but scores them further
     /// from the labels (a reweighting that overshoots) is not an improvement.
     pub max_accumulated_mae_rise: f64,
+    /// How far the judge's mean reward on labelled answers with a wrong
+    /// final answer may rise (`None`: not checked; see `wrong.rs`).
+    pub max_wrong_reward_rise: Option<f64>,
     /// Iterations over which agreement must rise by `review_min_gain`…
     pub review_window: usize,
     /// …or the loop asks for human review and pauses.
@@ -59,6 +64,7 @@ impl Default for CalibrationConfig {
             min_gain: 0.0,
             max_accumulated_drop: 0.0,
             max_accumulated_mae_rise: 0.0,
+            max_wrong_reward_rise: None,
             review_window: 10,
             review_min_gain: 0.2,
             dispute_threshold: 0.25,
@@ -131,6 +137,10 @@ pub struct Decision {
     /// The proposal on the whole accumulated set.
     #[serde(default)]
     pub accumulated_after: Option<Alignment>,
+    /// The judge's mean reward on the labelled answers with a wrong final
+    /// answer, live then proposed (`None` when there are none).
+    #[serde(default)]
+    pub wrong_reward: Option<(f64, f64)>,
 }
 
 /// The accept rule.
@@ -158,6 +168,8 @@ pub fn decide(
     let all = set.all();
     let accumulated_before = alignment(live, &human, &all);
     let accumulated_after = alignment(candidate, &human, &all);
+    let wrong = wrong::answers(set);
+    let wrong_reward = wrong::mean(live, &wrong).zip(wrong::mean(candidate, &wrong));
     let drop = accumulated_before.pearson - accumulated_after.pearson;
     let gain = after.pearson - before.pearson;
     let (accepted, reason) = if gain <= config.min_gain {
@@ -192,6 +204,18 @@ pub fn decide(
                 accumulated_before.mae, accumulated_after.mae, config.max_accumulated_mae_rise
             ),
         )
+    } else if let (Some(limit), Some((live_wrong, proposed_wrong))) =
+        (config.max_wrong_reward_rise, wrong_reward)
+        && proposed_wrong - live_wrong > limit
+    {
+        (
+            false,
+            format!(
+                "mean reward on the {} labelled answers with a wrong final answer \
+                 {live_wrong:.3} → {proposed_wrong:.3}: rises by more than {limit}",
+                wrong.len()
+            ),
+        )
     } else {
         (
             true,
@@ -214,6 +238,7 @@ pub fn decide(
         worst_regression: worst,
         accumulated_before: Some(accumulated_before),
         accumulated_after: Some(accumulated_after),
+        wrong_reward,
     }
 }
 
