@@ -2,39 +2,52 @@
 
 use super::attention::{self, Heads};
 use super::buffers::Buffer;
-use super::kernels::swiglu_backward;
-use super::kernels::{Mat, MatMut, matmul, rms_norm, rms_norm_backward, rotate, swiglu};
+use super::kernels::{rms_norm, rms_norm_backward, rotate, swiglu, swiglu_backward};
+use super::projection::Projection;
 use super::{Held, WeightGrad};
 use crate::error::Result;
-use crate::model::block::{Block, Linear};
+use crate::model::block::Block;
 
 /// A block's weights, read in place.
 pub(super) struct BlockWeights<'a> {
+    block: &'a Block,
     attn_norm: Held<'a>,
-    q: Held<'a>,
-    k: Held<'a>,
-    v: Held<'a>,
-    o: Held<'a>,
+    q: Projection<'a>,
+    k: Projection<'a>,
+    v: Projection<'a>,
+    o: Projection<'a>,
     mlp_norm: Held<'a>,
-    gate: Held<'a>,
-    up: Held<'a>,
-    down: Held<'a>,
+    gate: Projection<'a>,
+    up: Projection<'a>,
+    down: Projection<'a>,
 }
 
 impl<'a> BlockWeights<'a> {
     pub fn of(block: &'a Block) -> Result<Self> {
         Ok(BlockWeights {
+            block,
             attn_norm: Held::of(&block.attn_norm)?,
-            q: Held::of(&block.q.weight)?,
-            k: Held::of(&block.k.weight)?,
-            v: Held::of(&block.v.weight)?,
-            o: Held::of(&block.o.weight)?,
+            q: Projection::of(&block.q)?,
+            k: Projection::of(&block.k)?,
+            v: Projection::of(&block.v)?,
+            o: Projection::of(&block.o)?,
             mlp_norm: Held::of(&block.mlp_norm)?,
-            gate: Held::of(&block.gate.weight)?,
-            up: Held::of(&block.up.weight)?,
-            down: Held::of(&block.down.weight)?,
+            gate: Projection::of(&block.gate)?,
+            up: Projection::of(&block.up)?,
+            down: Projection::of(&block.down)?,
         })
     }
+}
+
+/// The `s · x Aᵀ` product of each projection a LoRA adapter targets.
+struct LowRank {
+    q: Option<Buffer>,
+    k: Option<Buffer>,
+    v: Option<Buffer>,
+    o: Option<Buffer>,
+    gate: Option<Buffer>,
+    up: Option<Buffer>,
+    down: Option<Buffer>,
 }
 
 /// What the block's backward pass reads, saved by its forward pass.
@@ -54,6 +67,7 @@ pub(super) struct LayerTape {
     up: Buffer,
     sigmoid: Buffer,
     gated: Buffer,
+    low: LowRank,
 }
 
 /// The sizes a block computes with.
@@ -71,50 +85,6 @@ impl Sizes {
     }
 }
 
-/// `x · wᵀ` for token rows `x` (`[rows, in]`) and `w` (`[out, in]`).
-fn project(x: &[f32], rows: usize, w: &[f32], out: usize, into: &mut [f32], accumulate: bool) {
-    let inner = x.len() / rows.max(1);
-    let weight = Mat::rows(w, out, inner).t();
-    matmul(
-        MatMut::rows(into, rows, out),
-        Mat::rows(x, rows, inner),
-        weight,
-        accumulate,
-    );
-}
-
-/// `g · w` for gradient rows `g` (`[rows, out]`) and `w` (`[out, in]`):
-/// the gradient of a projection's input, added when `accumulate`.
-fn project_back(
-    g: &[f32],
-    rows: usize,
-    w: &[f32],
-    inner: usize,
-    into: &mut [f32],
-    accumulate: bool,
-) {
-    let out = g.len() / rows.max(1);
-    let weight = Mat::rows(w, out, inner);
-    matmul(
-        MatMut::rows(into, rows, inner),
-        Mat::rows(g, rows, out),
-        weight,
-        accumulate,
-    );
-}
-
-/// `gᵀ · x`: a projection's weight gradient, `[out, in]`, unless it is frozen.
-fn weight_grad(linear: &Linear, g: &[f32], x: &[f32], rows: usize) -> Option<WeightGrad> {
-    if linear.frozen {
-        return None;
-    }
-    let (out, inner) = (g.len() / rows.max(1), x.len() / rows.max(1));
-    let mut grad = vec![0f32; out * inner];
-    let (g, x) = (Mat::rows(g, rows, out), Mat::rows(x, rows, inner));
-    matmul(MatMut::rows(&mut grad, out, inner), g.t(), x, false);
-    Some((linear.weight.clone(), grad))
-}
-
 /// The block over the residual stream `input` (`[rows, hidden]`): returns
 /// the stream after it, and what its backward pass needs.
 pub(super) fn forward(
@@ -128,9 +98,10 @@ pub(super) fn forward(
     let (qw, kw) = (heads.heads * heads.dim, heads.kv_heads * heads.dim);
     let mut attn_normed = Buffer::scratch(rows * hidden);
     let mut attn_inverse_rms = Buffer::scratch(rows);
+    let weight = w.attn_norm.slice()?;
     rms_norm(
         &input,
-        w.attn_norm.slice()?,
+        weight,
         sizes.eps,
         &mut attn_normed,
         &mut attn_inverse_rms,
@@ -140,34 +111,35 @@ pub(super) fn forward(
         Buffer::scratch(rows * kw),
         Buffer::scratch(rows * kw),
     );
-    project(&attn_normed, rows, w.q.slice()?, qw, &mut q, false);
-    project(&attn_normed, rows, w.k.slice()?, kw, &mut k, false);
-    project(&attn_normed, rows, w.v.slice()?, kw, &mut v, false);
+    let q_low = w.q.forward(&attn_normed, rows, &mut q, false)?;
+    let k_low = w.k.forward(&attn_normed, rows, &mut k, false)?;
+    let v_low = w.v.forward(&attn_normed, rows, &mut v, false)?;
     rotate(&mut q, qw, heads.seq, tables, heads.dim, false);
     rotate(&mut k, kw, heads.seq, tables, heads.dim, false);
     let mut probs = Buffer::scratch(heads.probs_len());
     let mut attended = Buffer::scratch(rows * qw);
     attention::forward(heads, (&q, &k, &v), keys, &mut probs, &mut attended);
     let mut middle = Buffer::copy_of(&input);
-    project(&attended, rows, w.o.slice()?, hidden, &mut middle, true);
+    let o_low = w.o.forward(&attended, rows, &mut middle, true)?;
 
     let mut mlp_normed = Buffer::scratch(rows * hidden);
     let mut mlp_inverse_rms = Buffer::scratch(rows);
+    let weight = w.mlp_norm.slice()?;
     rms_norm(
         &middle,
-        w.mlp_norm.slice()?,
+        weight,
         sizes.eps,
         &mut mlp_normed,
         &mut mlp_inverse_rms,
     );
     let width = sizes.intermediate;
     let (mut gate, mut up) = (Buffer::scratch(rows * width), Buffer::scratch(rows * width));
-    project(&mlp_normed, rows, w.gate.slice()?, width, &mut gate, false);
-    project(&mlp_normed, rows, w.up.slice()?, width, &mut up, false);
+    let gate_low = w.gate.forward(&mlp_normed, rows, &mut gate, false)?;
+    let up_low = w.up.forward(&mlp_normed, rows, &mut up, false)?;
     let (mut gated, mut sigmoid) = (Buffer::scratch(rows * width), Buffer::scratch(rows * width));
     swiglu(&gate, &up, &mut gated, &mut sigmoid);
     let mut output = Buffer::copy_of(&middle);
-    project(&gated, rows, w.down.slice()?, hidden, &mut output, true);
+    let down_low = w.down.forward(&gated, rows, &mut output, true)?;
     let tape = LayerTape {
         input,
         attn_inverse_rms,
@@ -184,6 +156,15 @@ pub(super) fn forward(
         up,
         sigmoid,
         gated,
+        low: LowRank {
+            q: q_low,
+            k: k_low,
+            v: v_low,
+            o: o_low,
+            gate: gate_low,
+            up: up_low,
+            down: down_low,
+        },
     };
     Ok((output, tape))
 }
@@ -192,7 +173,6 @@ pub(super) fn forward(
 /// output on entry and of its input on return; the weights' gradients are
 /// pushed onto `grads`.
 pub(super) fn backward(
-    block: &Block,
     w: &BlockWeights,
     sizes: Sizes,
     tape: LayerTape,
@@ -201,61 +181,59 @@ pub(super) fn backward(
     grads: &mut Vec<WeightGrad>,
 ) -> Result<()> {
     let (rows, hidden, heads) = (sizes.rows(), sizes.hidden, sizes.heads);
-    let (qw, kw, width) = (
-        heads.heads * heads.dim,
-        heads.kv_heads * heads.dim,
-        sizes.intermediate,
-    );
-    // MLP: output = middle + gated · downᵀ.
+    let (qw, kw) = (heads.heads * heads.dim, heads.kv_heads * heads.dim);
+    let width = sizes.intermediate;
+    let low = tape.low;
+    // MLP: output = middle + down(gated).
     let mut grad_gated = Buffer::scratch(rows * width);
-    project_back(grad, rows, w.down.slice()?, width, &mut grad_gated, false);
-    grads.extend(weight_grad(&block.down, grad, &tape.gated, rows));
+    let gated = &tape.gated;
+    w.down
+        .backward(grad, gated, low.down, rows, &mut grad_gated, false, grads)?;
     drop(tape.gated);
     let (mut grad_gate, mut grad_up) =
         (Buffer::scratch(rows * width), Buffer::scratch(rows * width));
-    swiglu_backward(
-        &tape.gate,
-        &tape.up,
-        &tape.sigmoid,
-        &grad_gated,
-        &mut grad_gate,
-        &mut grad_up,
-    );
-    drop((grad_gated, tape.sigmoid));
+    let (gate, up, sigmoid) = (&tape.gate, &tape.up, &tape.sigmoid);
+    swiglu_backward(gate, up, sigmoid, &grad_gated, &mut grad_gate, &mut grad_up);
+    drop((grad_gated, tape.sigmoid, tape.gate, tape.up));
     let mut grad_normed = Buffer::scratch(rows * hidden);
-    project_back(
+    let normed = &tape.mlp_normed;
+    w.gate.backward(
         &grad_gate,
+        normed,
+        low.gate,
         rows,
-        w.gate.slice()?,
-        hidden,
         &mut grad_normed,
         false,
-    );
-    project_back(
+        grads,
+    )?;
+    w.up.backward(
         &grad_up,
+        normed,
+        low.up,
         rows,
-        w.up.slice()?,
-        hidden,
         &mut grad_normed,
         true,
-    );
-    grads.extend(weight_grad(&block.gate, &grad_gate, &tape.mlp_normed, rows));
-    grads.extend(weight_grad(&block.up, &grad_up, &tape.mlp_normed, rows));
-    drop((grad_gate, grad_up, tape.gate, tape.up, tape.mlp_normed));
-    let norm = rms_norm_backward(
-        &tape.middle,
-        w.mlp_norm.slice()?,
-        &tape.mlp_inverse_rms,
-        &grad_normed,
-        grad,
-    );
-    grads.push((block.mlp_norm.clone(), norm));
+        grads,
+    )?;
+    drop((grad_gate, grad_up, tape.mlp_normed));
+    let weight = w.mlp_norm.slice()?;
+    let inverse = &tape.mlp_inverse_rms;
+    let norm = rms_norm_backward(&tape.middle, weight, inverse, &grad_normed, grad);
+    grads.push((w.block.mlp_norm.clone(), norm));
     drop(tape.middle);
 
-    // Attention: middle = input + attended · oᵀ.
+    // Attention: middle = input + o(attended).
     let mut grad_attended = Buffer::scratch(rows * qw);
-    project_back(grad, rows, w.o.slice()?, qw, &mut grad_attended, false);
-    grads.extend(weight_grad(&block.o, grad, &tape.attended, rows));
+    let attended = &tape.attended;
+    w.o.backward(
+        grad,
+        attended,
+        low.o,
+        rows,
+        &mut grad_attended,
+        false,
+        grads,
+    )?;
     drop(tape.attended);
     let (mut grad_q, mut grad_k, mut grad_v) = (
         Buffer::scratch(rows * qw),
@@ -272,19 +250,13 @@ pub(super) fn backward(
     drop((grad_attended, tape.probs, tape.q, tape.k, tape.v));
     rotate(&mut grad_q, qw, heads.seq, tables, heads.dim, true);
     rotate(&mut grad_k, kw, heads.seq, tables, heads.dim, true);
-    project_back(&grad_q, rows, w.q.slice()?, hidden, &mut grad_normed, false);
-    project_back(&grad_k, rows, w.k.slice()?, hidden, &mut grad_normed, true);
-    project_back(&grad_v, rows, w.v.slice()?, hidden, &mut grad_normed, true);
-    grads.extend(weight_grad(&block.q, &grad_q, &tape.attn_normed, rows));
-    grads.extend(weight_grad(&block.k, &grad_k, &tape.attn_normed, rows));
-    grads.extend(weight_grad(&block.v, &grad_v, &tape.attn_normed, rows));
-    let norm = rms_norm_backward(
-        &tape.input,
-        w.attn_norm.slice()?,
-        &tape.attn_inverse_rms,
-        &grad_normed,
-        grad,
-    );
-    grads.push((block.attn_norm.clone(), norm));
+    let normed = &tape.attn_normed;
+    w.q.backward(&grad_q, normed, low.q, rows, &mut grad_normed, false, grads)?;
+    w.k.backward(&grad_k, normed, low.k, rows, &mut grad_normed, true, grads)?;
+    w.v.backward(&grad_v, normed, low.v, rows, &mut grad_normed, true, grads)?;
+    let weight = w.attn_norm.slice()?;
+    let inverse = &tape.attn_inverse_rms;
+    let norm = rms_norm_backward(&tape.input, weight, inverse, &grad_normed, grad);
+    grads.push((w.block.attn_norm.clone(), norm));
     Ok(())
 }

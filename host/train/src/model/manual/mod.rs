@@ -10,8 +10,8 @@
 //! rows whose log-probability the loss reads go through the output
 //! projection.
 //!
-//! It covers the decoder as training builds it in f32 on the CPU, frozen
-//! projections and an untied head included. A LoRA adapter, q/k/v biases, a
+//! It covers the decoder as training builds it in f32 on the CPU: frozen
+//! projections, LoRA adapters and an untied head included. q/k/v biases, a
 //! GPU or a lower precision take the autograd path ([`supports`] says which),
 //! which stays the reference: the tests compare the two by value and
 //! gradient.
@@ -21,6 +21,7 @@ mod buffers;
 mod head;
 mod kernels;
 mod layer;
+mod projection;
 mod simd;
 #[cfg(test)]
 mod tests;
@@ -48,7 +49,11 @@ pub(crate) fn supports(decoder: &Decoder) -> bool {
             && plain(&b.attn_norm)
             && plain(&b.mlp_norm)
             && linears.iter().all(|l| {
-                l.adapter.is_none() && l.layout == WeightLayout::OutByIn && plain(&l.weight)
+                l.layout == WeightLayout::OutByIn
+                    && plain(&l.weight)
+                    && l.adapter
+                        .as_ref()
+                        .is_none_or(|a| plain(&a.a) && plain(&a.b))
             })
     });
     blocks_plain
@@ -191,9 +196,7 @@ pub(crate) fn backward(
     let tables = (cos.slice()?, sin.slice()?);
     for (block, layer_tape) in decoder.blocks.iter().zip(tape.layers).rev() {
         let weights = layer::BlockWeights::of(block)?;
-        layer::backward(
-            block, &weights, sizes, layer_tape, &mut grad, tables, &mut grads,
-        )?;
+        layer::backward(&weights, sizes, layer_tape, &mut grad, tables, &mut grads)?;
     }
     if !decoder.embed_frozen {
         let hidden = sizes.hidden;

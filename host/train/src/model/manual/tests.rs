@@ -153,7 +153,38 @@ fn frozen_weights_get_no_gradient() {
 }
 
 #[test]
-fn biases_or_adapters_take_the_autograd_path() {
+fn lora_adapters_on_frozen_projections_match_autograd() {
+    let (mut model, varmap) = model(ModelConfig::tiny(VOCAB), 6);
+    let init = candle_nn::Init::Randn {
+        mean: 0.0,
+        stdev: 0.3,
+    };
+    let var = |name: String, shape: (usize, usize)| {
+        let dtype = candle_core::DType::F32;
+        varmap.get(shape, &name, init, dtype, &Device::Cpu).unwrap()
+    };
+    for (l, block) in model.blocks.iter_mut().enumerate() {
+        // Attention and MLP projections of every shape, rank 3, base frozen.
+        for (name, linear) in [
+            ("q", &mut block.q),
+            ("v", &mut block.v),
+            ("down", &mut block.down),
+        ] {
+            let (out, inner) = linear.weight.dims2().unwrap();
+            linear.adapter = Some(crate::model::block::Adapter {
+                a: var(format!("layers.{l}.{name}.lora_a"), (3, inner)),
+                b: var(format!("layers.{l}.{name}.lora_b"), (out, 3)),
+                scale: 1.5,
+            });
+            linear.frozen = true;
+        }
+    }
+    assert!(super::supports(&model));
+    assert_matches_autograd(&model, &varmap);
+}
+
+#[test]
+fn biases_take_the_autograd_path() {
     let (mut model, _) = model(ModelConfig::tiny(VOCAB), 4);
     let zeros = |n| Tensor::zeros(n, candle_core::DType::F32, &Device::Cpu).unwrap();
     model.blocks[1].biases = Some([zeros(16), zeros(8), zeros(8)]);
