@@ -5,6 +5,8 @@
 use crate::error::{EvolveError, Result};
 use crate::report::Summary;
 use crate::seeds::SeedReport;
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 use verifine_train::plot::bundled_font;
@@ -12,10 +14,7 @@ use verifine_train::plot::bundled_font;
 /// Draws the plot into `path` through a temporary file and a rename.
 pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
     let font = bundled_font();
-    let tmp = verifine_base::temporary_sibling(path).with_extension("png");
-    {
-        let root = BitMapBackend::new(&tmp, (900, 620)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+    render(path, (900, 620), |root| {
         let (top, bottom) = root.split_vertically(340);
         let names: Vec<String> = summary.rows.iter().map(|r| r.name.clone()).collect();
         let caption = "held-out policy test set (95% bootstrap intervals)";
@@ -45,14 +44,7 @@ pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
                 .label(label)
                 .legend(move |(x, y)| Circle::new((x + 10, y), 4, colour.filled()));
         }
-        chart
-            .configure_series_labels()
-            .label_font((font, 12))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(plot_error)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
 
         let revisions = summary.judge.len().max(1) as f64;
         let mut judge = ChartBuilder::on(&bottom)
@@ -99,30 +91,18 @@ pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
                 .draw_series(points.iter().map(|p| Circle::new(*p, 3, colour.filled())))
                 .map_err(plot_error)?;
         }
-        judge
-            .configure_series_labels()
-            .label_font((font, 12))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_error)?;
-        root.present().map_err(plot_error)?;
-    }
-    std::fs::rename(&tmp, path)
-        .map_err(|e| EvolveError::File(verifine_base::FileError::io("renaming into", path, e)))
+        legend(&mut judge, SeriesLabelPosition::MiddleRight)?;
+        Ok(())
+    })
 }
 
 /// `seeds.png`: each seed's RB per row (a line per seed) and the mean
 /// across seeds with its 95% interval.
 pub fn draw_seeds(report: &SeedReport, path: &Path) -> Result<()> {
-    let font = bundled_font();
-    let tmp = verifine_base::temporary_sibling(path).with_extension("png");
-    {
-        let root = BitMapBackend::new(&tmp, (900, 400)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+    render(path, (900, 400), |root| {
         let names: Vec<String> = report.rows.iter().map(|r| r.name.clone()).collect();
         let caption = "RB per row: each seed, and the mean with its 95% interval";
-        let mut chart = rows_chart(&root, caption, &names)?;
+        let mut chart = rows_chart(root, caption, &names)?;
         for (k, seed) in report.seeds.iter().enumerate() {
             let colour = Palette99::pick(k).to_rgba();
             let points: Vec<(f64, f64)> = report
@@ -146,32 +126,17 @@ pub fn draw_seeds(report: &SeedReport, path: &Path) -> Result<()> {
             .map_err(plot_error)?
             .label("mean, 95% t interval")
             .legend(|(x, y)| Circle::new((x + 10, y), 4, BLACK.filled()));
-        chart
-            .configure_series_labels()
-            .label_font((font, 12))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(plot_error)?;
-        root.present().map_err(plot_error)?;
-    }
-    std::fs::rename(&tmp, path)
-        .map_err(|e| EvolveError::File(verifine_base::FileError::io("renaming into", path, e)))
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        Ok(())
+    })
 }
 
 /// A chart whose x axis is the table's rows, by name, and y axis 0–1.
 fn rows_chart<'a, DB: DrawingBackend>(
-    area: &'a DrawingArea<DB, plotters::coord::Shift>,
+    area: &'a DrawingArea<DB, Shift>,
     caption: &str,
     names: &[String],
-) -> Result<
-    ChartContext<
-        'a,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
-> {
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
     let font = bundled_font();
     let n = names.len().max(1) as f64;
     let mut chart = ChartBuilder::on(area)
@@ -192,6 +157,39 @@ fn rows_chart<'a, DB: DrawingBackend>(
     Ok(chart)
 }
 
+/// Draws a white `size` canvas with `draw` into `path`, through a temporary
+/// file and a rename.
+fn render(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<()>,
+) -> Result<()> {
+    let tmp = verifine_base::temporary_sibling(path).with_extension("png");
+    {
+        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        draw(&root)?;
+        root.present().map_err(plot_error)?;
+    }
+    std::fs::rename(&tmp, path)
+        .map_err(|e| EvolveError::File(verifine_base::FileError::io("renaming into", path, e)))
+}
+
+/// The series' legend, boxed, at `position`.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    position: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .label_font((bundled_font(), 12))
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(position)
+        .draw()
+        .map_err(plot_error)
+}
+
 fn plot_error(e: impl std::fmt::Display) -> EvolveError {
     EvolveError::Invalid(format!("drawing the plot: {e}"))
 }
@@ -200,12 +198,9 @@ fn plot_error(e: impl std::fmt::Display) -> EvolveError {
 /// against the budget.
 pub fn draw_selection(selection: &crate::select::Selection, path: &Path) -> Result<()> {
     let font = bundled_font();
-    let tmp = verifine_base::temporary_sibling(path).with_extension("png");
-    {
-        let root = BitMapBackend::new(&tmp, (900, 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+    render(path, (900, 420), |root| {
         let n = selection.candidates.max(1) as f64;
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .caption(
                 "test-time selection: annotator score of the pick",
                 (font, 18),
@@ -243,16 +238,7 @@ pub fn draw_selection(selection: &crate::select::Selection, path: &Path) -> Resu
                 }))
                 .map_err(plot_error)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font((font, 12))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(plot_error)?;
-        root.present().map_err(plot_error)?;
-    }
-    std::fs::rename(&tmp, path)
-        .map_err(|e| EvolveError::File(verifine_base::FileError::io("renaming into", path, e)))
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        Ok(())
+    })
 }
