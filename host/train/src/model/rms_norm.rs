@@ -18,7 +18,7 @@ pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
 }
 
 /// 1 / √(mean x² + eps) of a row, in f64 as the composed path's eps is.
-fn inverse_rms(row: &[f32], eps: f64) -> f32 {
+pub(super) fn inverse_rms(row: &[f32], eps: f64) -> f32 {
     let mean_square = row.iter().map(|x| x * x).sum::<f32>() / row.len() as f32;
     (1.0 / (f64::from(mean_square) + eps).sqrt()) as f32
 }

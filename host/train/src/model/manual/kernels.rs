@@ -6,6 +6,7 @@
 //! width]`, row-major). Ops over many rows run on rayon's pool, the one
 //! candle's kernels use.
 
+use crate::model::rms_norm::inverse_rms as row_inverse_rms;
 use rayon::prelude::*;
 
 /// Row-wise ops over fewer elements than this run on one thread: below it,
@@ -238,9 +239,7 @@ pub(super) fn rms_norm(
                 .zip(inverse.iter_mut())
                 .zip(x.chunks_exact(width))
             {
-                let mean_square = x.iter().map(|v| v * v).sum::<f32>() / width as f32;
-                // In f64, as the autograd path adds eps.
-                *inv = (1.0 / (f64::from(mean_square) + eps).sqrt()) as f32;
+                *inv = row_inverse_rms(x, eps);
                 for ((o, v), w) in o.iter_mut().zip(x).zip(weight) {
                     *o = v * *inv * w;
                 }
