@@ -1,6 +1,7 @@
 //! Generated bindings and the glue [`export_plugin!`](crate::export_plugin) expands to.
 
 use super::*;
+use std::cell::{Cell, RefCell};
 
 pub mod rubric {
     wit_bindgen::generate!({
@@ -66,9 +67,9 @@ fn config<C: DeserializeOwned + Default>(ctx: &Context) -> Result<C, String> {
     serde_json::from_str(text).map_err(|e| format!("invalid plugin config: {e}"))
 }
 
-pub fn judge<R: Rubric>(ctx: Context, samples: Vec<Sample>) -> Vec<Result<Judgment, String>> {
-    match config::<R::Config>(&ctx) {
-        Ok(config) => R::judge_batch(&config, &ctx, &samples),
+pub fn judge<R: Rubric>(ctx: &Context, samples: &[Sample]) -> Vec<Result<Judgment, String>> {
+    match config::<R::Config>(ctx) {
+        Ok(config) => R::judge_batch(&config, ctx, samples),
         Err(e) => samples.iter().map(|_| Err(e.clone())).collect(),
     }
 }
@@ -81,16 +82,31 @@ fn unpack<T: DeserializeOwned>(call: &str, bytes: &[u8]) -> T {
         .unwrap_or_else(|e| panic!("{call}: undecodable batch from the host: {e}"))
 }
 
-/// Encodes a packed answer (contract 0.3).
+thread_local! {
+    /// The last packed batch's samples, whose strings the next batch reuses.
+    static LAST_BATCH: RefCell<Vec<Sample>> = const { RefCell::new(Vec::new()) };
+    /// The last packed answer's length: the next answer's first capacity.
+    static LAST_ANSWER_LEN: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Encodes a packed answer (contract 0.3) into a buffer sized like the
+/// last one, so it rarely grows.
 fn pack<T: serde::Serialize>(call: &str, value: &T) -> Vec<u8> {
-    postcard::to_stdvec(value).unwrap_or_else(|e| panic!("{call}: unencodable answer: {e}"))
+    let buffer = Vec::with_capacity(LAST_ANSWER_LEN.get());
+    let bytes = postcard::to_extend(value, buffer)
+        .unwrap_or_else(|e| panic!("{call}: unencodable answer: {e}"));
+    LAST_ANSWER_LEN.set(bytes.len());
+    bytes
 }
 
 /// `judge` over contract 0.3's packed batch: postcard in, postcard out
 /// (the format `judge-packed` documents in the contract).
-pub fn judge_packed<R: Rubric>(ctx: Context, samples: &[u8]) -> Vec<u8> {
-    let samples: Vec<Sample> = unpack("judge-packed", samples);
-    pack("judge-packed", &judge::<R>(ctx, samples))
+pub fn judge_packed<R: Rubric>(ctx: Context, bytes: &[u8]) -> Vec<u8> {
+    LAST_BATCH.with_borrow_mut(|samples| {
+        packed::read_samples_into(bytes, samples)
+            .unwrap_or_else(|e| panic!("judge-packed: undecodable batch from the host: {e}"));
+        pack("judge-packed", &judge::<R>(&ctx, samples))
+    })
 }
 
 /// `aggregate` over contract 0.3's packed batch.

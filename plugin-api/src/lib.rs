@@ -48,6 +48,7 @@ mod builders;
 mod host_calls;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
+mod packed;
 pub mod row_rubric;
 pub mod verdicts;
 
@@ -188,7 +189,7 @@ macro_rules! export_plugin {
                     samples: ::std::vec::Vec<$crate::Sample>,
                 ) -> ::std::vec::Vec<::std::result::Result<$crate::Judgment, ::std::string::String>>
                 {
-                    $crate::__private::judge::<$plugin>(ctx, samples)
+                    $crate::__private::judge::<$plugin>(&ctx, &samples)
                 }
                 fn reads() -> $crate::SampleFields {
                     <$plugin as $crate::Rubric>::READS

@@ -122,7 +122,7 @@ pub fn rubric<R: Rubric>(function: u32, input: &[u8]) -> Result<Vec<u8>, String>
         CALL_DESCRIBE => encode(&R::describe()),
         CALL_JUDGE => {
             let (ctx, samples) = args::<Vec<Sample>>(input)?;
-            encode(&__private::judge::<R>(ctx, samples))
+            encode(&__private::judge::<R>(&ctx, &samples))
         }
         other => Err(no_such_function("rubric", other)),
     }

@@ -10,7 +10,8 @@
 //!
 //! The ratios to `native` are the figures that matter (see BENCHMARKS.md);
 //! absolute times depend on the machine. The native plugin is built first
-//! (release, host target) into target/native-plugins.
+//! (release, host target) into target/native-plugins. `MATH_ANSWER_COMPONENT`
+//! and `BOUNDARY_COMPONENT` name other builds of the two components to time.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -64,6 +65,13 @@ fn rows() -> Vec<(String, String, String, String)> {
     rows
 }
 
+/// A component to time instead of the one this tree builds (the variable
+/// names its file): how one bench binary compares the steps of a change
+/// to the guest side in one run (BENCHMARKS.md).
+fn component_override(variable: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(variable).map(std::path::PathBuf::from)
+}
+
 fn bench(c: &mut Criterion) {
     let rows = rows();
     let host_samples: Vec<Sample> = rows
@@ -83,7 +91,12 @@ fn bench(c: &mut Criterion) {
         .collect();
 
     let runtime = Runtime::new(Limits::default()).unwrap();
-    let plugin = runtime.load("math-answer").unwrap();
+    let plugin = component_override("MATH_ANSWER_COMPONENT")
+        .map_or_else(
+            || runtime.load("math-answer"),
+            |path| runtime.load(path.as_path()),
+        )
+        .unwrap();
     let mut instance = plugin.instance();
     let host_ctx = Context {
         step: 0,
@@ -98,8 +111,12 @@ fn bench(c: &mut Criterion) {
         .nth(2)
         .unwrap();
     let library = verifine_wasm_build::build_native_libraries(workspace, &["math-answer"]);
-    let boundary = verifine_wasm_build::build_components(workspace, &["boundary-only"]);
-    let boundary = runtime.load(boundary[0].path.as_path()).unwrap();
+    let boundary = component_override("BOUNDARY_COMPONENT").unwrap_or_else(|| {
+        verifine_wasm_build::build_components(workspace, &["boundary-only"])[0]
+            .path
+            .clone()
+    });
+    let boundary = runtime.load(boundary.as_path()).unwrap();
     let mut boundary = boundary.instance();
     let cdylib = NativePlugin::load(&library[0].path, true).unwrap();
 

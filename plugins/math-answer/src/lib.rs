@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod answer;
+mod scan;
 
 use answer::{final_answer, reference_answer, same_number};
 use serde::Deserialize;
@@ -121,6 +122,16 @@ mod tests {
             Some((Marker::LastNumber, 5.0))
         );
         assert_eq!(final_answer("no digits here"), None);
+        // Only the last \boxed counts; unbalanced, the next marker decides,
+        // even one before it.
+        assert_eq!(
+            final_answer("#### 5 \\boxed{7} \\boxed{8\nA: 9"),
+            Some((Marker::Hashes, 5.0))
+        );
+        assert_eq!(
+            final_answer("x\n  Answer: 4\nA 3\nwell A: 2"),
+            Some((Marker::AnswerPrefix, 4.0))
+        );
     }
 
     #[test]
