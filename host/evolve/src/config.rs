@@ -26,6 +26,20 @@ pub enum RoundMode {
     SftMembership,
 }
 
+/// Where a judge-revised round's policy starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoundStart {
+    /// From the SFT base, every round: each row is what one judge revision
+    /// makes of the base in `round_steps`.
+    Base,
+    /// From the kept policy: the round the fixed evaluator rates best so far
+    /// on the validation set (the base before any). The initial-judge rows
+    /// then train `rounds × round_steps` from the base, the budget of the
+    /// whole chain.
+    Kept,
+}
+
 /// Who labels the judge loop's queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -43,13 +57,20 @@ pub enum Labeller {
 pub struct EvolveConfig {
     /// Judge-revised rounds after the initial-judge round (R1, R2 …).
     pub rounds: u32,
-    /// Steps of every round (the fixed budget): GRPO steps, or SFT steps
-    /// in `sft-membership` mode.
+    /// Steps of every judge-revised round: GRPO steps, or SFT steps in
+    /// `sft-membership` mode (the initial-judge rows train as long as the
+    /// whole chain of rounds when `round_start = "kept"`).
     pub round_steps: usize,
     /// Monitoring (held-out evaluation + trigger) every this many round steps.
     pub check_every: usize,
     /// How rounds optimise.
     pub mode: RoundMode,
+    /// Where judge-revised rounds start.
+    pub round_start: RoundStart,
+    /// Problems in the validation set that decides which policy is kept
+    /// (`round_start = "kept"`): apart from the held-out set the report
+    /// measures on and from the pool rounds train on.
+    pub validation_problems: usize,
     /// Problems in the fixed anchor set P (failure discovery, queries).
     pub anchor_problems: usize,
     /// Sampled answers per anchor problem.
@@ -101,6 +122,8 @@ impl Default for EvolveConfig {
             round_steps: 150,
             check_every: 150,
             mode: RoundMode::Grpo,
+            round_start: RoundStart::Base,
+            validation_problems: 200,
             anchor_problems: 60,
             anchor_samples: 4,
             pool_problems: 600,
@@ -162,9 +185,13 @@ impl EvolveConfig {
                 self.pool_noisy_share
             ));
         }
+        if self.round_start == RoundStart::Kept && self.validation_problems == 0 {
+            return fail("round_start = \"kept\" needs validation_problems of at least 1".into());
+        }
         if self.train.init_from.is_some() {
             return fail(
-                "[train] init_from is set by the loop (every round starts from the base)".into(),
+                "[train] init_from is set by the loop (rounds start from the base or the kept policy)"
+                    .into(),
             );
         }
         self.train

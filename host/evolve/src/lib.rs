@@ -1,6 +1,7 @@
 //! Co-evolution of a policy and its reference-free judge (`verifine
-//! evolve`). The policy loop trains fresh policies from one SFT base with
-//! the live judge as the reward and a judge-guided curriculum; the judge
+//! evolve`). The policy loop trains policies from one SFT base (or from the
+//! best policy so far) with the live judge as the reward and a
+//! judge-guided curriculum; the judge
 //! loop, when a trigger sees progress stall on the fixed reference-based
 //! evaluator, asks people (or a simulated annotator) to label the cases the
 //! judge is least sure of, and lets a revision agent propose new rules that
@@ -20,11 +21,13 @@ pub mod error;
 pub mod failures;
 pub mod judge;
 pub mod judge_loop;
+pub mod kept;
 pub mod labels;
 pub mod membership;
 pub mod plot;
 pub mod queries;
 pub mod queue;
+mod reading;
 pub mod report;
 pub mod reward;
 pub mod round;

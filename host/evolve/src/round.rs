@@ -5,7 +5,7 @@
 //! progress measure.
 
 use crate::cases::Case;
-use crate::config::RoundMode;
+use crate::config::{RoundMode, RoundStart};
 use crate::curriculum::{PoolDecision, PoolItem, assess, pool};
 use crate::error::Result;
 use crate::failures::discover;
@@ -38,11 +38,24 @@ impl Evolve {
         Ok(())
     }
 
-    /// A policy round: a fresh policy from the base and `round_steps` steps
-    /// on the pool, weighted by the curriculum (uniformly when not
-    /// `guided`), with the live judge deciding: as the GRPO reward, or, in
-    /// `sft-membership` mode, as the judge of which SFT candidates are kept.
+    /// A policy round: a policy from the base (or, for a judge-revised
+    /// round with `round_start = "kept"`, from the kept policy) and
+    /// `round_steps` steps on the pool, weighted by the curriculum
+    /// (uniformly when not `guided`), with the live judge deciding: as the
+    /// GRPO reward, or, in `sft-membership` mode, as the judge of which SFT
+    /// candidates are kept.
     pub(crate) fn round(&mut self, name: &str, round: u32, guided: bool) -> Result<()> {
+        let start = self.round_start(round)?;
+        let keeping = self.config.round_start == RoundStart::Kept;
+        if keeping && round > 0 {
+            // Failures, curriculum and queries read the policy trained on.
+            self.state.newest_policy = Some(start.clone());
+        }
+        // Kept rounds form a chain: the initial-judge rows get its budget.
+        let steps = match keeping && round == 0 {
+            true => self.config.round_steps * self.config.rounds as usize,
+            false => self.config.round_steps,
+        };
         let items = self.pool();
         let membership = self.config.mode == RoundMode::SftMembership;
         let answers = if guided || membership {
@@ -58,16 +71,20 @@ impl Evolve {
             vec![1.0; items.len()]
         };
         let mut config = self.config.train.clone();
-        config.init_from = Some(self.base_dir());
+        let started_from = match self.state.kept.as_ref().filter(|k| k.dir == start) {
+            Some(kept) => kept.row.clone(),
+            None => "base".to_string(),
+        };
+        config.init_from = Some(start);
         config.pass_at_k = 0;
         let (prompts, sft_targets) = if membership {
-            config.sft.steps = self.config.round_steps;
+            config.sft.steps = steps;
             config.sft.eval_every = self.config.check_every;
             config.grpo.steps = 0;
             (None, Some(self.membership(&items, &answers, &weights)?))
         } else {
             config.sft.steps = 0;
-            config.grpo.steps = self.config.round_steps;
+            config.grpo.steps = steps;
             config.eval_every = self.config.check_every;
             let prompts = PromptPool {
                 problems: items.into_iter().map(|i| i.problem).collect(),
@@ -122,7 +139,12 @@ impl Evolve {
         self.state
             .trained_with
             .insert(name.to_string(), self.state.live.number);
-        if guided {
+        self.state
+            .started_from
+            .insert(name.to_string(), started_from);
+        if keeping && round > 0 {
+            self.keep_or_revert(name, &dir)?;
+        } else if guided && !keeping {
             self.state.newest_policy = Some(dir);
         }
         Ok(())

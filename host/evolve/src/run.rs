@@ -16,6 +16,7 @@ use crate::config::EvolveConfig;
 use crate::curriculum::PoolDecision;
 use crate::error::{EvolveError, Result};
 use crate::judge::{Judge, JudgeRevision};
+use crate::kept::KeptPolicy;
 use crate::report::Summary;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -146,6 +147,12 @@ pub struct EvolveState {
     pub newest_policy: Option<PathBuf>,
     /// Per finished round row: the judge revision that rewarded it.
     pub trained_with: BTreeMap<String, u32>,
+    /// The policy judge-revised rounds continue (`round_start = "kept"`).
+    #[serde(default)]
+    pub kept: Option<KeptPolicy>,
+    /// Per finished round row: the row (or `base`) its policy started from.
+    #[serde(default)]
+    pub started_from: BTreeMap<String, String>,
 }
 
 /// A run of the loop.
@@ -196,6 +203,8 @@ pub fn start(
         review: None,
         newest_policy: None,
         trained_with: BTreeMap::new(),
+        kept: None,
+        started_from: BTreeMap::new(),
     };
     let mut run = Evolve::assemble(config, dir, state, progress)?;
     run.save_state()?;

@@ -21,6 +21,8 @@ fn summary(rows: &[(&str, f64)], pearson: &[f64]) -> Summary {
                 judge_revision: None,
                 trigger_fired: None,
                 membership: None,
+                started_from: None,
+                validation_rb: None,
             })
             .collect(),
         judge: pearson

@@ -6,77 +6,9 @@
 use std::path::{Path, PathBuf};
 use verifine_evolve::{EvolveConfig, start};
 
-/// A tiny run: a small model, few steps, small sets; the trigger checks
-/// every 2 steps over a window of 1, so it fires on any stall.
-pub fn tiny(test_seed: u64) -> EvolveConfig {
-    let text = format!(
-        r#"
-rounds = 1
-round_steps = 4
-check_every = 2
-anchor_problems = 6
-anchor_samples = 2
-pool_problems = 16
-pool_samples = 1
-test_cases = 10
-bootstrap = 50
-threads = 1
+mod common;
 
-[train]
-train_problems = 100
-heldout_problems = 8
-vocab_size = 300
-pass_at_k = 0
-[train.model]
-hidden_size = 16
-num_layers = 1
-num_heads = 2
-num_kv_heads = 1
-intermediate_size = 32
-[train.sft]
-steps = 4
-batch_size = 4
-[train.grpo]
-prompts_per_step = 2
-max_new_tokens = 12
-objective = {{ num_generations = 2, dynamic_sampling = false }}
-[train.checkpoints]
-every = 1
-keep = 10
-
-[judge]
-plugin = "worked-steps"
-config = {{ grounded = {{ has-steps = 1.0 }}, valid = {{ steps-compute = 1.0 }}, complete = {{ final-marked = 1.0, final-follows = 1.0 }}, gate = "final-marked" }}
-
-[trigger]
-plugin = "plateau-trigger"
-config = {{ every = 2, window = 1, threshold = 100.0 }}
-
-[queries]
-uncertain = 3
-inconsistent = 3
-high_impact = 2
-boundary = 1
-
-[annotator]
-test_seed = {test_seed}
-
-[calibration]
-max_versions = 4
-"#
-    );
-    EvolveConfig::parse(&text).unwrap()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-evolve-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use common::{read, scratch, tiny};
 
 #[test]
 fn a_tiny_run_finishes_every_task_and_frozen_labels_decide_nothing() {
