@@ -405,6 +405,14 @@ impl TrainConfig {
             self.checkpoints.keep >= 1,
             "checkpoints.keep must be at least 1",
         )?;
+        for (phase, optim) in [("sft", &self.sft.optim), ("grpo", &self.grpo.optim)] {
+            if !share(optim.decay_floor) {
+                return Err(InvalidConfig(format!(
+                    "{phase}.optim.decay_floor must be in [0, 1], not {}",
+                    optim.decay_floor
+                )));
+            }
+        }
         let [low, high] = self.reward.range;
         ensure(
             low.is_finite() && high.is_finite() && low < high,

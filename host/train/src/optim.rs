@@ -1,4 +1,5 @@
-//! AdamW with global-norm gradient clipping and linear warm-up, written out
+//! AdamW with global-norm gradient clipping, linear warm-up and an optional
+//! cosine decay, written out
 //! (rather than candle-nn's) so its moments can be checkpointed for exact
 //! resume.
 
@@ -26,6 +27,13 @@ pub struct OptimConfig {
     pub weight_decay: f64,
     /// Gradients are rescaled so their global L2 norm is at most this (0: off).
     pub max_grad_norm: f64,
+    /// Steps after warm-up over which the rate falls along a cosine from
+    /// its peak to `decay_floor` × peak, where it stays (0: constant). A
+    /// run that ends at its peak rate ends wherever its last noisy steps
+    /// happen to land; one that decays settles.
+    pub decay_steps: usize,
+    /// The fraction of the peak the decay ends at.
+    pub decay_floor: f64,
 }
 
 impl Default for OptimConfig {
@@ -38,6 +46,8 @@ impl Default for OptimConfig {
             eps: 1e-8,
             weight_decay: 0.0,
             max_grad_norm: 1.0,
+            decay_steps: 0,
+            decay_floor: 0.0,
         }
     }
 }
@@ -73,13 +83,24 @@ impl AdamW {
         })
     }
 
-    /// The learning rate of the next step (linear warm-up, then constant).
+    /// The learning rate of the next step: linear warm-up, then constant
+    /// or a cosine decay.
     pub fn learning_rate(&self) -> f64 {
-        let warmup = self.config.warmup_steps;
-        if warmup == 0 {
-            return self.config.learning_rate;
+        let (peak, warmup, step) = (
+            self.config.learning_rate,
+            self.config.warmup_steps,
+            self.steps + 1,
+        );
+        if step < warmup {
+            return peak * step as f64 / warmup as f64;
         }
-        self.config.learning_rate * ((self.steps + 1) as f64 / warmup as f64).min(1.0)
+        let decay = self.config.decay_steps;
+        if decay == 0 {
+            return peak;
+        }
+        let progress = ((step - warmup.max(1)) as f64 / decay as f64).min(1.0);
+        let floor = self.config.decay_floor;
+        peak * (floor + (1.0 - floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
     }
 
     /// Clips and applies `grads`; returns the global gradient norm before clipping.
@@ -213,6 +234,30 @@ mod tests {
         assert_eq!(opt.learning_rate(), 0.25);
         opt.steps = 3;
         assert_eq!(opt.learning_rate(), 1.0);
+    }
+
+    #[test]
+    fn decay_falls_along_a_cosine_to_its_floor_and_stays() {
+        let x = Var::new(&[1.0f32], &Device::Cpu).unwrap();
+        let config = OptimConfig {
+            learning_rate: 1.0,
+            warmup_steps: 2,
+            decay_steps: 10,
+            decay_floor: 0.1,
+            ..OptimConfig::default()
+        };
+        let mut opt = AdamW::new(vec![("x".into(), x)], config).unwrap();
+        let mut at = |steps: usize| {
+            opt.steps = steps;
+            opt.learning_rate()
+        };
+        assert_eq!((at(0), at(1)), (0.5, 1.0));
+        let half = at(6);
+        assert!((half - 0.55).abs() < 1e-12, "{half}");
+        assert!((at(11) - 0.1).abs() < 1e-12);
+        assert!((at(500) - 0.1).abs() < 1e-12);
+        let rates: Vec<f64> = (1..12).map(&mut at).collect();
+        assert!(rates.windows(2).all(|w| w[1] <= w[0]), "{rates:?}");
     }
 
     #[test]
