@@ -1,8 +1,8 @@
 //! The policy loop's parts: the SFT base (once), the fixed anchor set and
 //! candidate pool, and a round — failure discovery on the anchor set with
 //! the newest policy, the curriculum over the pool, then `train` from the
-//! base with the live judge as the reward and the fixed evaluator as the
-//! progress measure.
+//! base (or the kept policy, `kept.rs`) with the live judge as the reward
+//! and the fixed evaluator as the progress measure.
 
 use crate::cases::Case;
 use crate::config::{RoundMode, RoundStart};
