@@ -52,11 +52,14 @@ pub struct KeptDecision {
 }
 
 impl Evolve {
-    /// Where round `round`'s policy starts.
-    pub(crate) fn round_start(&mut self, round: u32) -> Result<PathBuf> {
+    /// Where round `round`'s policy starts: the row (or `base`) and its run.
+    pub(crate) fn round_start(&mut self, round: u32) -> Result<(String, PathBuf)> {
         match self.config.round_start {
-            RoundStart::Kept if round > 0 => Ok(self.kept()?.dir),
-            _ => Ok(self.base_dir()),
+            RoundStart::Kept if round > 0 => {
+                let kept = self.kept()?;
+                Ok((kept.row, kept.dir))
+            }
+            _ => Ok(("base".to_string(), self.base_dir())),
         }
     }
 

@@ -45,12 +45,10 @@ impl Evolve {
     /// GRPO reward, or, in `sft-membership` mode, as the judge of which SFT
     /// candidates are kept.
     pub(crate) fn round(&mut self, name: &str, round: u32, guided: bool) -> Result<()> {
-        let start = self.round_start(round)?;
+        // With kept rounds the newest policy (failures, curriculum,
+        // queries) is already the one this round starts from.
+        let (started_from, start) = self.round_start(round)?;
         let keeping = self.config.round_start == RoundStart::Kept;
-        if keeping && round > 0 {
-            // Failures, curriculum and queries read the policy trained on.
-            self.state.newest_policy = Some(start.clone());
-        }
         // Kept rounds form a chain: the initial-judge rows get its budget.
         let steps = match keeping && round == 0 {
             true => self.config.round_steps * self.config.rounds as usize,
@@ -71,10 +69,6 @@ impl Evolve {
             vec![1.0; items.len()]
         };
         let mut config = self.config.train.clone();
-        let started_from = match self.state.kept.as_ref().filter(|k| k.dir == start) {
-            Some(kept) => kept.row.clone(),
-            None => "base".to_string(),
-        };
         config.init_from = Some(start);
         config.pass_at_k = 0;
         let (prompts, sft_targets) = if membership {
