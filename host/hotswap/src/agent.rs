@@ -89,6 +89,8 @@ pub struct Answer {
     pub bytes: Vec<u8>,
     /// Shipped snapshot cases, when the revised crate has them.
     pub cases: Option<(PathBuf, PathBuf)>,
+    /// The revised crate, when the agent wrote source.
+    pub source: Option<PathBuf>,
     /// Where it came from.
     pub origin: Origin,
 }
@@ -115,14 +117,10 @@ pub fn ask(
     // build of what it wrote; all run confined (allow-listed environment, own
     // process group, bounded output).
     let deadline = Instant::now() + Duration::from_secs(config.timeout_seconds);
-    let source = dir.join("source");
-    let mut lock = None;
-    if let Some(live_source) = &config.source {
-        plugin_crate::copy_standalone(live_source, &source)?;
-        if config.accept == Accept::Crate {
-            lock = Some(plugin_crate::resolve_lock(&source, deadline)?);
-        }
-    }
+    let lock = match &config.source {
+        Some(live_source) => prepare_source(live_source, dir, config.accept, deadline)?,
+        None => None,
+    };
     write(
         "live.json",
         &serde_json::to_vec_pretty(live).expect("revision records serialize"),
@@ -166,6 +164,48 @@ pub fn ask(
         command: config.command.join(" "),
         step,
     };
+    let target = config
+        .build_target_dir
+        .clone()
+        .unwrap_or_else(plugin_crate::target_dir);
+    collect(
+        dir,
+        config.accept,
+        lock.as_deref(),
+        &target,
+        deadline,
+        origin,
+    )
+}
+
+/// Copies the live crate `live_source` to `dir/source` so it builds on its
+/// own there; when crates are accepted, resolves the lock a revision of it
+/// is built against (see [`plugin_crate::pin_lock`]).
+pub fn prepare_source(
+    live_source: &Path,
+    dir: &Path,
+    accept: Accept,
+    deadline: Instant,
+) -> Result<Option<String>> {
+    let source = dir.join("source");
+    plugin_crate::copy_standalone(live_source, &source)?;
+    match accept {
+        Accept::Crate => Ok(Some(plugin_crate::resolve_lock(&source, deadline)?)),
+        Accept::Component => Ok(None),
+    }
+}
+
+/// What an agent left in `dir`: `revised.wasm`, or a `revised/` crate built
+/// confined into `build_target` against `lock` (from [`prepare_source`]);
+/// `Ok(None)` when it left neither.
+pub fn collect(
+    dir: &Path,
+    accept: Accept,
+    lock: Option<&str>,
+    build_target: &Path,
+    deadline: Instant,
+    origin: Origin,
+) -> Result<Option<Answer>> {
     let wasm = dir.join("revised.wasm");
     if wasm.exists() {
         let bytes = super::inbox::read_regular_file(&wasm, super::inbox::MAX_CANDIDATE_BYTES)
@@ -173,37 +213,36 @@ pub fn ask(
         return Ok(Some(Answer {
             bytes,
             cases: None,
+            source: None,
             origin,
         }));
     }
     let revised = dir.join("revised");
-    if revised.join("Cargo.toml").exists() && config.accept == Accept::Component {
+    if !revised.join("Cargo.toml").exists() {
+        return Ok(None);
+    }
+    if accept == Accept::Component {
         return Err(HotswapError::Agent(format!(
             "the agent wrote a crate ({}), but accept = \"component\" takes only revised.wasm",
             revised.display()
         )));
     }
-    if revised.join("Cargo.toml").exists() {
-        let Some(lock) = &lock else {
-            return Err(HotswapError::Agent(format!(
-                "the agent wrote a crate ({}), but without [hot_swap.agent] source there is no \
-                 lock to build it against; hand in revised.wasm",
-                revised.display()
-            )));
-        };
-        plugin_crate::pin_lock(&revised, &source, lock)?;
-        let target = config
-            .build_target_dir
-            .clone()
-            .unwrap_or_else(plugin_crate::target_dir);
-        let sources = plugin_crate::local_source_trees(&source)?;
-        let (bytes, _) = plugin_crate::build_confined(&revised, &target, &sources, deadline)?;
-        let cases = revised.join("cases.jsonl");
-        return Ok(Some(Answer {
-            bytes,
-            cases: cases.exists().then(|| (cases, revised.join("snapshots"))),
-            origin,
-        }));
-    }
-    Ok(None)
+    let Some(lock) = lock else {
+        return Err(HotswapError::Agent(format!(
+            "the agent wrote a crate ({}), but without the live crate's source there is no \
+             lock to build it against; hand in revised.wasm",
+            revised.display()
+        )));
+    };
+    let source = dir.join("source");
+    plugin_crate::pin_lock(&revised, &source, lock)?;
+    let sources = plugin_crate::local_source_trees(&source)?;
+    let (bytes, _) = plugin_crate::build_confined(&revised, build_target, &sources, deadline)?;
+    let cases = revised.join("cases.jsonl");
+    Ok(Some(Answer {
+        bytes,
+        cases: cases.exists().then(|| (cases, revised.join("snapshots"))),
+        source: Some(revised),
+        origin,
+    }))
 }

@@ -291,3 +291,45 @@ fn fifos_and_links_among_the_outputs_are_refused_without_blocking() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_workspace_member_copied_out_inherits_nothing_and_resolves_on_its_own() {
+    use verifine_hotswap::plugin_crate::{copy_standalone, resolve_lock};
+    let dir = scratch("standalone");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let copy = dir.join("worked-steps");
+    copy_standalone(&root.join("plugins/worked-steps"), &copy).unwrap();
+
+    let text = std::fs::read_to_string(copy.join("Cargo.toml")).unwrap();
+    let manifest: toml::Table = text.parse().unwrap();
+    let workspace: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let package = &manifest["package"];
+    for key in ["edition", "version", "license", "rust-version"] {
+        assert_eq!(
+            package[key], workspace["workspace"]["package"][key],
+            "package.{key} is written out"
+        );
+    }
+    let api = &manifest["dependencies"]["verifine-plugin-api"];
+    let path = Path::new(api["path"].as_str().unwrap());
+    assert!(
+        path.is_absolute() && path.join("Cargo.toml").exists(),
+        "{api}"
+    );
+    assert!(
+        manifest["dependencies"]["serde"].get("version").is_some(),
+        "{text}"
+    );
+    assert_eq!(
+        manifest["workspace"],
+        toml::Value::Table(Default::default())
+    );
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let lock = resolve_lock(&copy, deadline).unwrap();
+    assert!(lock.contains("name = \"worked-steps\""), "{lock}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
