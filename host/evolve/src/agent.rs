@@ -9,6 +9,7 @@
 //! too harsh. It never sees the frozen test labels or the gold answers.
 
 use crate::cases::Case;
+use crate::code::CodeSubmission;
 use crate::error::Result;
 use crate::judge::{JudgeRevision, JudgeScore};
 use crate::labels::{Clarification, Label};
@@ -56,6 +57,9 @@ pub struct Proposal {
     pub rules: Value,
     /// Why, in the agent's words (kept in the calibration log).
     pub rationale: String,
+    /// New code for the judge, when the agent wrote some: the component
+    /// (built here from its crate), or why it could not be built or read.
+    pub code: Option<std::result::Result<CodeSubmission, String>>,
 }
 
 /// Proposes judge revisions.
@@ -114,7 +118,11 @@ impl RevisionAgent for RuleSearchAgent {
         for (dimension, gap) in order {
             for (rules, rationale) in edits(&request.live.rules, dimension, gap) {
                 if !request.tried.contains(&rules) && rules != request.live.rules {
-                    return Ok(Some(Proposal { rules, rationale }));
+                    return Ok(Some(Proposal {
+                        rules,
+                        rationale,
+                        code: None,
+                    }));
                 }
             }
         }
@@ -236,6 +244,7 @@ mod tests {
             number: 0,
             rules: json!({"grounded": {"has-steps": 1.0}, "valid": {"steps-compute": 1.0}}),
             origin: "initial".into(),
+            code: None,
         };
         let cases = vec![disputed(1.0, 0.0)];
         let mut agent = RuleSearchAgent;
@@ -270,6 +279,7 @@ mod tests {
             number: 0,
             rules: json!({}),
             origin: "initial".into(),
+            code: None,
         };
         let cases = vec![disputed(0.5, 0.5)];
         let request = RevisionRequest {

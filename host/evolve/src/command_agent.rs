@@ -8,16 +8,26 @@
 //! cleared environment, and is stopped with all it started at a deadline.
 //! Its files are read only if they are regular files within a size cap.
 //! Writing nothing means it has nothing more to propose.
+//!
+//! With `[agent] code` set, it may revise the judge's code too: the live
+//! judge's crate is in `source/` (the configured `[agent] source`, or the
+//! crate of the code revision that is live), and it may write `revised/` (a
+//! crate, built confined, offline and locked to the live crate's
+//! dependencies, as hot-swap builds an agent's crate) or `revised.wasm`.
 
 use crate::agent::{Proposal, RevisionAgent, RevisionRequest};
+use crate::code::{CodeSubmission, source_path};
 use crate::error::{EvolveError, Result};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use verifine_base::{FileError, write_atomically, write_jsonl};
+use verifine_hotswap::agent::{Accept, collect, prepare_source};
 use verifine_hotswap::confined;
 use verifine_hotswap::inbox::read_regular_file;
+use verifine_hotswap::plugin_crate;
+use verifine_hotswap::revision::Origin;
 
 /// Which agent proposes revisions (`[agent]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,6 +42,17 @@ pub struct AgentConfig {
     /// request directory (its program is readable already): a virtual
     /// environment, a model. Nothing else of the user's or of the run is.
     pub readable: Vec<PathBuf>,
+    /// Whether it may revise the judge's code, and as what: `crate` (a
+    /// revised crate, built here, or a component) or `component` (only
+    /// `revised.wasm`: no agent-written build script ever runs here).
+    /// Absent: rules only.
+    pub code: Option<Accept>,
+    /// The configured judge's source crate, handed to the agent as
+    /// `source/` (needed for `code = "crate"`).
+    pub source: Option<PathBuf>,
+    /// Where revised crates are compiled (default: hot-swap's shared
+    /// plugin target directory).
+    pub build_target_dir: Option<PathBuf>,
 }
 
 impl Default for AgentConfig {
@@ -40,6 +61,9 @@ impl Default for AgentConfig {
             command: Vec::new(),
             timeout_seconds: 600,
             readable: Vec::new(),
+            code: None,
+            source: None,
+            build_target_dir: None,
         }
     }
 }
@@ -61,6 +85,18 @@ earlier case gets worse by more than the margin. Write nothing when you have
 nothing more to propose.
 ";
 
+const CODE_INSTRUCTIONS: &str = "
+## Revising the code
+
+`source/` is the live judge's crate (on verifine-plugin-api). Besides or
+instead of rules you may write `revised/` (a copy of `source/` with your
+changes; bump the version in Cargo.toml; keep the package name and the
+dependencies: it is built offline against `source/Cargo.lock`) or
+`revised.wasm` (a built component). It must load as a rubric and pass the
+snapshot cases it ships (`cases.jsonl` + `snapshots/`), then the accept rule
+decides as for rules. Without `revised-rules.json` the live rules stay.
+";
+
 /// The largest `revised-rules.json` read.
 const MAX_RULES_BYTES: u64 = 1 << 20;
 /// The largest `rationale.txt` read (it goes into the calibration log).
@@ -71,16 +107,30 @@ const MAX_RATIONALE_BYTES: u64 = 16 << 10;
 pub struct CommandAgent {
     config: AgentConfig,
     work: PathBuf,
+    judge_dir: PathBuf,
+    round: u32,
     asked: usize,
 }
 
 impl CommandAgent {
-    /// An agent whose request directories go under `work`.
-    pub fn new(config: AgentConfig, work: PathBuf) -> Self {
+    /// An agent for judge loop `round`, whose request directories go under
+    /// `work`; code revisions' crates are kept under `judge_dir`.
+    pub fn new(config: AgentConfig, work: PathBuf, judge_dir: &Path, round: u32) -> Self {
         CommandAgent {
             config,
             work,
+            judge_dir: judge_dir.to_path_buf(),
+            round,
             asked: 0,
+        }
+    }
+
+    /// The live judge's crate: the live code revision's, else the configured one.
+    fn live_source(&self, request: &RevisionRequest<'_>) -> Option<PathBuf> {
+        match &request.live.code {
+            Some(code) if code.source => Some(source_path(&self.judge_dir, &code.plugin.sha256)),
+            Some(_) => None,
+            None => self.config.source.clone(),
         }
     }
 }
@@ -98,8 +148,12 @@ impl RevisionAgent for CommandAgent {
         }
         std::fs::create_dir_all(&dir).map_err(|e| FileError::io("creating", &dir, e))?;
         let json = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+        let instructions = match self.config.code {
+            Some(_) => format!("{INSTRUCTIONS}{CODE_INSTRUCTIONS}"),
+            None => INSTRUCTIONS.to_string(),
+        };
         write_atomically(&dir.join("INSTRUCTIONS.md"), |w| {
-            w.write_all(INSTRUCTIONS.as_bytes())
+            w.write_all(instructions.as_bytes())
         })?;
         let live = json(&request.live.rules);
         write_atomically(&dir.join("live.json"), |w| w.write_all(live.as_bytes()))?;
@@ -117,10 +171,15 @@ impl RevisionAgent for CommandAgent {
             .command
             .split_first()
             .ok_or_else(|| EvolveError::Invalid("[agent] command is empty".into()))?;
+        // One deadline for the live crate's lock, the agent and the build.
+        let deadline = Instant::now() + Duration::from_secs(self.config.timeout_seconds);
+        let lock = match (self.config.code, self.live_source(request)) {
+            (Some(accept), Some(source)) => prepare_source(&source, &dir, accept, deadline)?,
+            _ => None,
+        };
         let dir = std::fs::canonicalize(&dir).map_err(|e| FileError::io("reading", &dir, e))?;
         let mut command = Command::new(program);
         command.args(args).arg(&dir).current_dir(&dir);
-        let deadline = Instant::now() + Duration::from_secs(self.config.timeout_seconds);
         // It may write only its request directory: not the run's records
         // (labels, the calibration log), not the gold answers.
         let sandbox = confined::Sandbox::new(&dir)
@@ -142,8 +201,9 @@ impl RevisionAgent for CommandAgent {
                 finished.status, finished.output
             )));
         }
+        let code = self.collect_code(&dir, lock.as_deref(), deadline)?;
         let revised = dir.join("revised-rules.json");
-        if !revised.exists() {
+        if !revised.exists() && code.is_none() {
             return Ok(None);
         }
         let read = |path: &std::path::Path, max: u64| {
@@ -151,9 +211,13 @@ impl RevisionAgent for CommandAgent {
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                 .map_err(|e| failed(format!("revision agent output: {e}")))
         };
-        let text = read(&revised, MAX_RULES_BYTES)?;
-        let rules: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| EvolveError::Invalid(format!("{}: {e}", revised.display())))?;
+        let rules = if revised.exists() {
+            let text = read(&revised, MAX_RULES_BYTES)?;
+            serde_json::from_str(&text)
+                .map_err(|e| EvolveError::Invalid(format!("{}: {e}", revised.display())))?
+        } else {
+            request.live.rules.clone()
+        };
         let rationale_path = dir.join("rationale.txt");
         let rationale = if rationale_path.exists() {
             read(&rationale_path, MAX_RATIONALE_BYTES)?
@@ -162,6 +226,53 @@ impl RevisionAgent for CommandAgent {
         } else {
             format!("proposed by {}", self.name())
         };
-        Ok(Some(Proposal { rules, rationale }))
+        Ok(Some(Proposal {
+            rules,
+            rationale,
+            code,
+        }))
+    }
+}
+
+impl CommandAgent {
+    /// The code the agent left in `dir`, built when it is a crate; a build
+    /// or read failure refuses the proposal (with the reason), it does not
+    /// stop the run.
+    fn collect_code(
+        &self,
+        dir: &Path,
+        lock: Option<&str>,
+        deadline: Instant,
+    ) -> Result<Option<std::result::Result<CodeSubmission, String>>> {
+        let wrote_code = dir.join("revised.wasm").exists() || dir.join("revised").exists();
+        let Some(accept) = self.config.code else {
+            if wrote_code {
+                return Ok(Some(Err(
+                    "the agent wrote code, but [agent] code is not set: this loop takes rules only"
+                        .to_string(),
+                )));
+            }
+            return Ok(None);
+        };
+        let target = self
+            .config
+            .build_target_dir
+            .clone()
+            .unwrap_or_else(plugin_crate::target_dir);
+        let origin = Origin::Agent {
+            command: self.name(),
+            step: self.round as usize,
+        };
+        Ok(
+            match collect(dir, accept, lock, &target, deadline, origin) {
+                Ok(None) => None,
+                Ok(Some(answer)) => Some(Ok(CodeSubmission {
+                    bytes: answer.bytes,
+                    cases: answer.cases,
+                    source: answer.source,
+                })),
+                Err(e) => Some(Err(e.to_string())),
+            },
+        )
     }
 }

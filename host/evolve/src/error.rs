@@ -12,6 +12,9 @@ pub enum EvolveError {
     /// The plugin runtime refused (loading, describing, a bad component).
     #[error(transparent)]
     Runtime(#[from] verifine_runtime::RuntimeError),
+    /// Building, checking or recording a judge revision that is code failed.
+    #[error(transparent)]
+    Hotswap(#[from] verifine_hotswap::HotswapError),
     /// A training round failed.
     #[error(transparent)]
     Train(#[from] verifine_train::TrainError),

@@ -1,15 +1,19 @@
 //! The reference-free judge: a rubric component whose rules (sub-criteria,
-//! weights, gate: its config table) are what revisions change. The
-//! component and its dimensions stay fixed across revisions; every revision
-//! is numbered and kept.
+//! weights, gate: its config table) are what revisions change, and whose
+//! code a revision may replace too (see [`crate::code`]); its dimensions
+//! stay fixed across revisions. Every revision is numbered and kept.
 
 use crate::cases::{Case, Dimensions};
+use crate::code::JudgeCode;
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 use verifine_base::PASS_MARK;
 use verifine_base::{PluginSpec, Provenance};
 use verifine_runtime::scoring::{RewardPlugins, score_all};
-use verifine_runtime::{Runtime, Sample};
+use verifine_runtime::{Plugin, Runtime, Sample};
 
 /// One revision of the judge's rules.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,6 +24,9 @@ pub struct JudgeRevision {
     pub rules: serde_json::Value,
     /// Where it came from ("initial", or the agent's rationale).
     pub origin: String,
+    /// The component it runs, when not the configured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<JudgeCode>,
 }
 
 /// The judge's verdict on one case.
@@ -53,38 +60,74 @@ impl JudgeScore {
     }
 }
 
-/// A loaded judge component, ready to score under any revision's rules.
+/// The judge's components, ready to score under any revision: the
+/// configured one, and those code revisions brought (loaded on first use).
 pub struct Judge {
-    runtime_plugins: RewardPlugins,
+    runtime: Runtime,
+    spec: PluginSpec,
+    configured: RewardPlugins,
+    judge_dir: PathBuf,
+    loaded: Mutex<HashMap<String, Arc<Plugin>>>,
     threads: usize,
 }
 
 impl Judge {
-    /// Loads the rubric `spec` with the default aggregator.
-    pub fn load(runtime: &Runtime, spec: &PluginSpec, threads: usize) -> Result<Self> {
-        let plugins = RewardPlugins::load(
-            runtime,
+    /// Loads the rubric `spec` with the default aggregator; code revisions
+    /// are stored under `judge_dir` (see [`crate::code`]).
+    pub fn load(
+        runtime: Runtime,
+        spec: &PluginSpec,
+        threads: usize,
+        judge_dir: &Path,
+    ) -> Result<Self> {
+        let configured = RewardPlugins::load(
+            &runtime,
             spec.clone(),
             &serde_json::json!({}),
             None,
             &serde_json::json!({}),
         )?;
         Ok(Judge {
-            runtime_plugins: plugins,
+            runtime,
+            spec: spec.clone(),
+            configured,
+            judge_dir: judge_dir.to_path_buf(),
+            loaded: Mutex::new(HashMap::new()),
             threads: threads.max(1),
         })
     }
 
-    /// The component's provenance (the rules are recorded per revision).
+    /// The configured component's provenance.
     pub fn provenance(&self) -> Provenance {
-        self.runtime_plugins.rubric.provenance()
+        self.configured.rubric.provenance()
     }
 
-    /// The reward plugins that score under `revision`'s rules (for training).
-    pub fn plugins(&self, revision: &JudgeRevision) -> RewardPlugins {
-        let mut plugins = self.runtime_plugins.clone();
+    /// The reward plugins that score under `revision`: its component and
+    /// its rules (for training).
+    pub fn plugins(&self, revision: &JudgeRevision) -> Result<RewardPlugins> {
+        let mut plugins = self.configured.clone();
+        if let Some(code) = &revision.code {
+            plugins.rubric = self.component(code)?;
+        }
         plugins.rubric_config = revision.rules.to_string();
-        plugins
+        Ok(plugins)
+    }
+
+    /// The configured component as the config names it.
+    pub(crate) fn configured_spec(&self) -> String {
+        self.spec.to_string()
+    }
+
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    pub(crate) fn judge_dir(&self) -> &Path {
+        &self.judge_dir
+    }
+
+    pub(crate) fn loaded(&self) -> MutexGuard<'_, HashMap<String, Arc<Plugin>>> {
+        self.loaded.lock().expect("judge components lock poisoned")
     }
 
     /// Scores `cases` under `revision`'s rules; the judge never sees the
@@ -94,7 +137,13 @@ impl Judge {
             .iter()
             .map(|c| Sample::new(&c.id, &c.prompt, &c.response))
             .collect();
-        let scored = score_all(&self.plugins(revision), &samples, 64, self.threads, &|_| {})?;
+        let scored = score_all(
+            &self.plugins(revision)?,
+            &samples,
+            64,
+            self.threads,
+            &|_| {},
+        )?;
         Ok(scored
             .into_iter()
             .map(|s| {

@@ -6,8 +6,9 @@
 
 use crate::agent::{RevisionAgent, RuleSearchAgent};
 use crate::annotator::{Annotator, overall};
-use crate::calibration::{CalibrationEntry, CalibrationStop, LabelledSet, calibrate};
+use crate::calibration::{CalibrationEntry, CalibrationStop, Hooks, LabelledSet, calibrate};
 use crate::cases::Case;
+use crate::code::{HandedIn, record_event};
 use crate::command_agent::CommandAgent;
 use crate::config::Labeller;
 use crate::curriculum::misread;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use verifine_base::{SplitMix64, read_jsonl, write_atomically, write_jsonl};
+use verifine_hotswap::revision::Origin;
 use verifine_train::task::{generate, with_slip};
 
 /// Mixed into the seed for the test set's problems.
@@ -178,16 +180,23 @@ impl Evolve {
         if !log_path.exists() {
             write_jsonl::<CalibrationEntry>(&log_path, &[])?;
         }
+        let judge_dir = self.judge_dir();
         let mut agent: Box<dyn RevisionAgent> = if self.config.agent.command.is_empty() {
             Box::new(RuleSearchAgent)
         } else {
             Box::new(CommandAgent::new(
                 self.config.agent.clone(),
-                self.judge_dir().join(format!("agent-round-{round}")),
+                judge_dir.join(format!("agent-round-{round}")),
+                &judge_dir,
+                round,
             ))
         };
         let judge = &self.judge;
         let progress = self.progress.clone();
+        let origin = Origin::Agent {
+            command: agent.name(),
+            step: round as usize,
+        };
         let outcome = calibrate(
             &self.config.calibration,
             round,
@@ -196,30 +205,55 @@ impl Evolve {
             &done,
             agent.as_mut(),
             &clarifications,
-            &mut |revision| judge.score(revision, &set.cases),
-            &mut |entry| {
-                let mut all: Vec<CalibrationEntry> = read_optional(&log_path)?;
-                all.push(entry.clone());
-                (progress.borrow_mut())(EvolveProgress::Calibration {
-                    iteration: entry.iteration,
-                    accepted: entry.revision.is_some(),
-                });
-                Ok(write_jsonl(&log_path, &all)?)
+            Hooks {
+                score: &mut |revision| judge.score(revision, &set.cases),
+                admit: &mut |code, live| judge.admit(code, live, origin.clone()),
+                log: &mut |entry, live, candidate| {
+                    let mut all: Vec<CalibrationEntry> = read_optional(&log_path)?;
+                    all.push(entry.clone());
+                    write_jsonl(&log_path, &all)?;
+                    if let Some(code) = &entry.code {
+                        let candidate = match code {
+                            HandedIn::Admitted(_) => Some(judge.record(candidate)?),
+                            HandedIn::Refused { .. } => None,
+                        };
+                        record_event(
+                            &judge_dir,
+                            round,
+                            judge.record(live)?,
+                            candidate,
+                            entry.revision.is_some(),
+                            &entry.decision.reason,
+                        )?;
+                    }
+                    (progress.borrow_mut())(EvolveProgress::Calibration {
+                        iteration: entry.iteration,
+                        accepted: entry.revision.is_some(),
+                    });
+                    Ok(())
+                },
             },
         )?;
         let entries: Vec<CalibrationEntry> = read_optional::<CalibrationEntry>(&log_path)?
             .into_iter()
             .filter(|e| e.round == round)
             .collect();
+        let mut live = self.state.live.clone();
         for entry in &entries {
-            if let Some(number) = entry.revision
-                && self.state.revisions.iter().all(|r| r.number != number)
-            {
-                self.state.revisions.push(crate::judge::JudgeRevision {
+            if let Some(number) = entry.revision {
+                let code = match &entry.code {
+                    Some(HandedIn::Admitted(code)) => Some(code.clone()),
+                    _ => live.code.clone(),
+                };
+                live = crate::judge::JudgeRevision {
                     number,
                     rules: entry.rules.clone(),
                     origin: entry.rationale.clone(),
-                });
+                    code,
+                };
+                if self.state.revisions.iter().all(|r| r.number != number) {
+                    self.state.revisions.push(live.clone());
+                }
             }
         }
         self.state.live = outcome.live;

@@ -20,7 +20,7 @@ use crate::run::{Evolve, Task, plan};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
-use verifine_base::{read_jsonl, write_atomically};
+use verifine_base::{Provenance, read_jsonl, write_atomically};
 use verifine_runtime::stats::bootstrap;
 
 /// One row of the table.
@@ -76,6 +76,9 @@ pub struct JudgeRow {
     pub mae_accumulated: Option<f64>,
     /// Where the revision came from.
     pub origin: String,
+    /// The component it runs (name, version, sha256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<Provenance>,
 }
 
 /// `summary.json`.
@@ -217,6 +220,7 @@ fn summarize(run: &Evolve) -> Result<Summary> {
             pearson_accumulated: (on_set.n > 0).then_some(on_set.pearson),
             mae_accumulated: (on_set.n > 0).then_some(on_set.mae),
             origin: revision.origin.clone(),
+            plugin: Some(run.judge.plugins(revision)?.rubric.provenance()),
         });
     }
     let loops = read_optional(&run.judge_dir().join("loops.jsonl"))?;

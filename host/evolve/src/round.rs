@@ -88,7 +88,7 @@ impl Evolve {
         };
         let log = MonitorLog::default();
         let judge = PluginsReward::new(
-            &self.judge.plugins(&self.state.live),
+            &self.judge.plugins(&self.state.live)?,
             Some(&self.state.live),
         )?;
         let reward = RoundReward::new(

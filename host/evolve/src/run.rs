@@ -192,6 +192,7 @@ pub fn start(
         number: 0,
         rules: config.judge.config_json(),
         origin: "initial".into(),
+        code: None,
     };
     let state = EvolveState {
         done: Vec::new(),
@@ -238,11 +239,16 @@ impl Evolve {
         progress: Box<dyn FnMut(EvolveProgress)>,
     ) -> Result<Self> {
         let runtime = Runtime::new(config.limits)?;
-        let judge = Judge::load(&runtime, &config.judge.plugin, config.threads)?;
         let evaluator = RewardPlugins::from_slots(&runtime, &config.evaluator, None)?;
         let curriculum =
             runtime.load_kind(config.curriculum.plugin.clone(), PluginKind::Curriculum)?;
         let trigger = runtime.load_kind(config.trigger.plugin.clone(), PluginKind::Trigger)?;
+        let judge = Judge::load(
+            runtime,
+            &config.judge.plugin,
+            config.threads,
+            &dir.join("judge"),
+        )?;
         let progress = Rc::new(RefCell::new(progress));
         Ok(Evolve {
             config,

@@ -7,7 +7,7 @@ use serde_json::json;
 use std::cell::RefCell;
 use verifine_evolve::agent::{Proposal, RevisionAgent, RevisionRequest};
 use verifine_evolve::calibration::{
-    CalibrationConfig, CalibrationEntry, CalibrationStop, LabelledSet, calibrate, decide,
+    CalibrationConfig, CalibrationEntry, CalibrationStop, Hooks, LabelledSet, calibrate, decide,
 };
 use verifine_evolve::cases::Case;
 use verifine_evolve::judge::{JudgeRevision, JudgeScore};
@@ -165,6 +165,7 @@ impl RevisionAgent for Counting {
         Ok(Some(Proposal {
             rules: json!({"k": self.0}),
             rationale: format!("try {}", self.0),
+            code: None,
         }))
     }
 }
@@ -196,6 +197,7 @@ fn run(
         number: 0,
         rules: json!({"k": 0}),
         origin: "initial".into(),
+        code: None,
     };
     let outcome = calibrate(
         config,
@@ -205,10 +207,13 @@ fn run(
         done,
         &mut agent,
         &[],
-        &mut |r: &JudgeRevision| Ok(scored(scores(r.rules["k"].as_u64().unwrap()))),
-        &mut |e: &CalibrationEntry| {
-            log.borrow_mut().push(e.clone());
-            Ok(())
+        Hooks {
+            score: &mut |r: &JudgeRevision| Ok(scored(scores(r.rules["k"].as_u64().unwrap()))),
+            admit: &mut |_, _| unreachable!("rules only"),
+            log: &mut |e: &CalibrationEntry, _, _| {
+                log.borrow_mut().push(e.clone());
+                Ok(())
+            },
         },
     )
     .unwrap();
@@ -292,12 +297,18 @@ fn a_forged_or_moved_log_entry_is_not_replayed() {
                 number: 0,
                 rules: json!({"k": 0}),
                 origin: "initial".into(),
+                code: None,
             },
             done,
             &mut Counting(done.len()),
             &[],
-            &mut |r: &JudgeRevision| Ok(scored(second_is_worse(r.rules["k"].as_u64().unwrap()))),
-            &mut |_: &CalibrationEntry| Ok(()),
+            Hooks {
+                score: &mut |r: &JudgeRevision| {
+                    Ok(scored(second_is_worse(r.rules["k"].as_u64().unwrap())))
+                },
+                admit: &mut |_, _| unreachable!("rules only"),
+                log: &mut |_, _, _| Ok(()),
+            },
         )
     };
     // What an agent that could write the log would plant before `--resume`:
@@ -350,12 +361,13 @@ fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
         timeout_seconds: 30,
         ..AgentConfig::default()
     };
-    let mut agent = CommandAgent::new(config, dir.join("work"));
+    let mut agent = CommandAgent::new(config, dir.join("work"), &dir.join("judge"), 1);
     let mut log = Vec::new();
     let initial = JudgeRevision {
         number: 0,
         rules: json!({"k": 0}),
         origin: "initial".into(),
+        code: None,
     };
     let outcome = calibrate(
         &CalibrationConfig::default(),
@@ -365,10 +377,13 @@ fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
         &[],
         &mut agent,
         &[],
-        &mut |r: &JudgeRevision| Ok(scored(creeping(r.rules["k"].as_u64().unwrap()))),
-        &mut |e: &CalibrationEntry| {
-            log.push(e.clone());
-            Ok(())
+        Hooks {
+            score: &mut |r: &JudgeRevision| Ok(scored(creeping(r.rules["k"].as_u64().unwrap()))),
+            admit: &mut |_, _| unreachable!("rules only"),
+            log: &mut |e: &CalibrationEntry, _, _| {
+                log.push(e.clone());
+                Ok(())
+            },
         },
     )
     .unwrap();

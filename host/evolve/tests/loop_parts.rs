@@ -34,6 +34,7 @@ fn loose() -> JudgeRevision {
             "gate": "final-marked"
         }),
         origin: "initial".into(),
+        code: None,
     }
 }
 
@@ -44,6 +45,7 @@ fn strict() -> JudgeRevision {
         number: 1,
         rules,
         origin: "test".into(),
+        code: None,
     }
 }
 
@@ -103,8 +105,9 @@ fn the_trigger_fires_on_a_plateau_and_holds_while_the_evaluator_rises() {
 #[test]
 fn after_a_judge_update_the_pool_drops_misread_targets_and_recovers_them_when_it_loosens() {
     let runtime = runtime();
-    let judge = Judge::load(&runtime, &"worked-steps".into(), 1).unwrap();
     let curriculum = plugin(&runtime, "weakness-curriculum", PluginKind::Curriculum);
+    let judge_dir = std::env::temp_dir().join("verifine-loop-parts-judge");
+    let judge = Judge::load(runtime, &"worked-steps".into(), 1, &judge_dir).unwrap();
     let config = json!({"min_reference_score": 0.99});
     let items = pool(5, 60, 0.5, &TaskConfig::default(), &[]);
     let answers: Vec<Vec<String>> = items

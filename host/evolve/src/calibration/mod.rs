@@ -11,14 +11,18 @@
 
 use crate::agent::{Disputed, Proposal, RevisionAgent, RevisionRequest};
 use crate::cases::Case;
+use crate::code::{CodeSubmission, HandedIn};
 use crate::error::Result;
 use crate::judge::{JudgeRevision, JudgeScore};
 use crate::labels::{Clarification, Label};
 use serde::{Deserialize, Serialize};
 use verifine_runtime::stats::{mae, pearson};
 
+mod accept;
 mod replay;
 mod wrong;
+use accept::refused_before_scoring;
+pub use accept::{Decision, decide};
 use replay::check_replayed;
 
 /// The accept rule and the loop's limits (`[calibration]`).
@@ -118,130 +122,6 @@ impl LabelledSet {
     }
 }
 
-/// What the accept rule decided about one proposal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
-    /// Whether the proposal goes live.
-    pub accepted: bool,
-    /// Why, in words.
-    pub reason: String,
-    /// The live judge on the newest batch.
-    pub current_before: Alignment,
-    /// The proposal on the newest batch.
-    pub current_after: Alignment,
-    /// The earlier case that got worse the most, and by how much.
-    pub worst_regression: Option<(String, f64)>,
-    /// The live judge on the whole accumulated set.
-    #[serde(default)]
-    pub accumulated_before: Option<Alignment>,
-    /// The proposal on the whole accumulated set.
-    #[serde(default)]
-    pub accumulated_after: Option<Alignment>,
-    /// The judge's mean reward on the labelled answers with a wrong final
-    /// answer, live then proposed (`None` when there are none).
-    #[serde(default)]
-    pub wrong_reward: Option<(f64, f64)>,
-}
-
-/// The accept rule.
-pub fn decide(
-    config: &CalibrationConfig,
-    set: &LabelledSet,
-    live: &[f64],
-    candidate: &[f64],
-) -> Decision {
-    let human = set.human();
-    let before = alignment(live, &human, &set.current);
-    let after = alignment(candidate, &human, &set.current);
-    let worst = set
-        .earlier
-        .iter()
-        .map(|&i| {
-            (
-                i,
-                (candidate[i] - human[i]).abs() - (live[i] - human[i]).abs(),
-            )
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .filter(|(_, worse)| *worse > 0.0)
-        .map(|(i, worse)| (set.cases[i].id.clone(), worse));
-    let all = set.all();
-    let accumulated_before = alignment(live, &human, &all);
-    let accumulated_after = alignment(candidate, &human, &all);
-    let wrong = wrong::answers(set);
-    let wrong_reward = wrong::mean(live, &wrong).zip(wrong::mean(candidate, &wrong));
-    let drop = accumulated_before.pearson - accumulated_after.pearson;
-    let gain = after.pearson - before.pearson;
-    let (accepted, reason) = if gain <= config.min_gain {
-        (
-            false,
-            format!(
-                "Pearson on the newest batch {:.3} → {:.3}: does not rise by more than {}",
-                before.pearson, after.pearson, config.min_gain
-            ),
-        )
-    } else if let Some((id, worse)) = worst.as_ref().filter(|(_, w)| *w > config.margin) {
-        (
-            false,
-            format!(
-                "earlier case {id} gets worse by {worse:.3} (margin {})",
-                config.margin
-            ),
-        )
-    } else if drop > config.max_accumulated_drop {
-        (
-            false,
-            format!(
-                "Pearson on the accumulated set {:.3} → {:.3}: falls by more than {}",
-                accumulated_before.pearson, accumulated_after.pearson, config.max_accumulated_drop
-            ),
-        )
-    } else if accumulated_after.mae - accumulated_before.mae > config.max_accumulated_mae_rise {
-        (
-            false,
-            format!(
-                "MAE on the accumulated set {:.3} → {:.3}: rises by more than {}",
-                accumulated_before.mae, accumulated_after.mae, config.max_accumulated_mae_rise
-            ),
-        )
-    } else if let (Some(limit), Some((live_wrong, proposed_wrong))) =
-        (config.max_wrong_reward_rise, wrong_reward)
-        && proposed_wrong - live_wrong > limit
-    {
-        (
-            false,
-            format!(
-                "mean reward on the {} labelled answers with a wrong final answer \
-                 {live_wrong:.3} → {proposed_wrong:.3}: rises by more than {limit}",
-                wrong.len()
-            ),
-        )
-    } else {
-        (
-            true,
-            format!(
-                "Pearson on the newest batch {:.3} → {:.3} (accumulated {:.3} → {:.3}), \
-                 no earlier case worse by more than {}",
-                before.pearson,
-                after.pearson,
-                accumulated_before.pearson,
-                accumulated_after.pearson,
-                config.margin
-            ),
-        )
-    };
-    Decision {
-        accepted,
-        reason,
-        current_before: before,
-        current_after: after,
-        worst_regression: worst,
-        accumulated_before: Some(accumulated_before),
-        accumulated_after: Some(accumulated_after),
-        wrong_reward,
-    }
-}
-
 /// One line of the calibration log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationEntry {
@@ -255,6 +135,10 @@ pub struct CalibrationEntry {
     pub rules: serde_json::Value,
     /// The agent's rationale.
     pub rationale: String,
+    /// The code the proposal handed in (its component's name, version and
+    /// sha256), and whether it was admitted; absent for rules alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<HandedIn>,
     /// The accept rule's decision.
     pub decision: Decision,
     /// The live judge on the whole accumulated set after the decision.
@@ -289,13 +173,24 @@ pub struct CalibrationOutcome {
     pub stop: CalibrationStop,
 }
 
+/// What calibration does through the judge and the run's records.
+pub struct Hooks<'a> {
+    /// Scores the labelled set under a revision.
+    pub score: &'a mut dyn FnMut(&JudgeRevision) -> Result<Vec<JudgeScore>>,
+    /// Checks and stores code an agent handed in, as a revision of the
+    /// live one (see [`crate::code`]).
+    pub admit: &'a mut dyn FnMut(&CodeSubmission, &JudgeRevision) -> Result<HandedIn>,
+    /// Records a new entry, given the live revision it was decided against
+    /// and the candidate, before the loop goes on.
+    pub log: &'a mut dyn FnMut(&CalibrationEntry, &JudgeRevision, &JudgeRevision) -> Result<()>,
+}
+
 /// Runs one round's calibration from `live`. `done` holds the log entries
 /// this round already wrote (a resumed loop replays them instead of asking
-/// again); `score` scores the set under a revision; `log` records each new
-/// entry before the loop goes on.
+/// again).
 #[allow(
     clippy::too_many_arguments,
-    reason = "the round's inputs and its three callbacks, each used once; a struct would only rename them"
+    reason = "the round's inputs, each used once; a struct would only rename them"
 )]
 pub fn calibrate(
     config: &CalibrationConfig,
@@ -305,25 +200,29 @@ pub fn calibrate(
     done: &[CalibrationEntry],
     agent: &mut dyn RevisionAgent,
     clarifications: &[Clarification],
-    score: &mut dyn FnMut(&JudgeRevision) -> Result<Vec<JudgeScore>>,
-    log: &mut dyn FnMut(&CalibrationEntry) -> Result<()>,
+    hooks: Hooks<'_>,
 ) -> Result<CalibrationOutcome> {
     let human = set.human();
     let all = set.all();
-    let mut live_scores = score(&live)?;
+    let mut live_scores = (hooks.score)(&live)?;
     let mut series = vec![alignment(&totals(&live_scores), &human, &all).pearson];
     let mut tried: Vec<serde_json::Value> = Vec::new();
     let mut accepted = 0;
     for iteration in 1..=config.max_versions {
         // A replayed entry is decided again, as a new one is: the log is a
         // record, not an authority (something other than this loop may
-        // have written it).
+        // have written it). Its code is not built again: what was stored
+        // is loaded by its sha256.
         let replayed = done.get(iteration - 1);
-        let proposal = match replayed {
-            Some(entry) => Proposal {
-                rules: entry.rules.clone(),
-                rationale: entry.rationale.clone(),
-            },
+        let (proposal, code) = match replayed {
+            Some(entry) => (
+                Proposal {
+                    rules: entry.rules.clone(),
+                    rationale: entry.rationale.clone(),
+                    code: None,
+                },
+                entry.code.clone(),
+            ),
             None => {
                 let disputed = disputed(config, set, &live_scores);
                 let request = RevisionRequest {
@@ -339,26 +238,47 @@ pub fn calibrate(
                         stop: CalibrationStop::AgentDone,
                     });
                 };
-                proposal
+                let code = match &proposal.code {
+                    None => None,
+                    Some(Err(reason)) => Some(HandedIn::Refused {
+                        plugin: None,
+                        reason: reason.clone(),
+                    }),
+                    Some(Ok(submission)) => Some((hooks.admit)(submission, &live)?),
+                };
+                (proposal, code)
             }
         };
         let candidate = JudgeRevision {
             number: live.number + 1,
             rules: proposal.rules.clone(),
             origin: proposal.rationale.clone(),
+            code: match &code {
+                Some(HandedIn::Admitted(admitted)) => Some(admitted.clone()),
+                _ => live.code.clone(),
+            },
         };
-        let scored = score(&candidate)?;
-        let decision = decide(config, set, &totals(&live_scores), &totals(&scored));
+        let (decision, scored) = match &code {
+            Some(HandedIn::Refused { reason, .. }) => {
+                let reason = format!("its code was refused: {reason}");
+                let live_totals = totals(&live_scores);
+                (refused_before_scoring(set, &live_totals, reason), None)
+            }
+            _ => {
+                let scored = (hooks.score)(&candidate)?;
+                let decision = decide(config, set, &totals(&live_scores), &totals(&scored));
+                (decision, Some(scored))
+            }
+        };
         let entry = match replayed {
             Some(entry) => {
                 check_replayed(entry, round, iteration, &decision, candidate.number)?;
                 entry.clone()
             }
             None => {
-                let after = if decision.accepted {
-                    &scored
-                } else {
-                    &live_scores
+                let after = match &scored {
+                    Some(scored) if decision.accepted => scored,
+                    _ => &live_scores,
                 };
                 let entry = CalibrationEntry {
                     round,
@@ -366,20 +286,20 @@ pub fn calibrate(
                     agent: agent.name(),
                     rules: proposal.rules,
                     rationale: proposal.rationale,
+                    code,
                     revision: decision.accepted.then_some(candidate.number),
                     accumulated: alignment(&totals(after), &human, &all),
                     decision,
                 };
-                log(&entry)?;
+                (hooks.log)(&entry, &live, &candidate)?;
                 entry
             }
         };
         tried.push(entry.rules.clone());
-        if let Some(number) = entry.revision {
+        if let (Some(number), Some(scored)) = (entry.revision, scored) {
             live = JudgeRevision {
                 number,
-                rules: entry.rules.clone(),
-                origin: entry.rationale.clone(),
+                ..candidate
             };
             live_scores = scored;
             accepted += 1;
