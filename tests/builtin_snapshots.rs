@@ -85,6 +85,29 @@ fn healthbench() {
     insta::assert_json_snapshot!(rows);
 }
 
+/// The cases `worked-steps` ships in its crate are what a revision of it
+/// (an agent's, in the judge loop) is checked against: the built-in passes
+/// them.
+#[test]
+fn worked_steps_passes_the_snapshot_cases_its_crate_ships() {
+    use verifine_runtime::cases::{default_aggregator, require_all_match, run_cases};
+    let runtime = runtime();
+    let rubric = runtime.load("worked-steps").unwrap();
+    let aggregator = default_aggregator(&runtime).unwrap();
+    let crate_dir = verifine_tests::repo_root().join("plugins/worked-steps");
+    let cases = crate_dir.join("cases.jsonl");
+    let results = run_cases(
+        &rubric,
+        &aggregator,
+        &cases,
+        &crate_dir.join("snapshots"),
+        false,
+    )
+    .unwrap();
+    assert_eq!(results.len(), 7);
+    require_all_match(&results).unwrap();
+}
+
 #[test]
 fn prbench() {
     insta::assert_json_snapshot!(score_fixture("prbench"));

@@ -116,6 +116,7 @@ mod tests {
             pearson_accumulated: None,
             mae_accumulated: None,
             origin: String::new(),
+            plugin: None,
         }
     }
 

@@ -35,6 +35,7 @@ fn summary(rows: &[(&str, f64)], pearson: &[f64]) -> Summary {
                 pearson_accumulated: None,
                 mae_accumulated: None,
                 origin: "test".into(),
+                plugin: None,
             })
             .collect(),
         loops: Vec::new(),
