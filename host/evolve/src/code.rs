@@ -177,26 +177,22 @@ impl Judge {
     }
 }
 
-/// Appends the event of a code proposal decided in judge loop `round` (the
-/// event's step) to `judge/events.jsonl`: promoted when the accept rule
-/// took it, refused (with the reason) otherwise.
+/// Appends an event about the judge's component to `judge/events.jsonl`
+/// (the event's step is the judge loop's round): a code proposal promoted
+/// or refused, or an earlier component restored when its round's policy is
+/// kept (`kept.rs`). `reason` is kept for all but promotions.
 pub(crate) fn record_event(
     judge_dir: &Path,
     round: u32,
+    kind: EventKind,
     live_before: RevisionRecord,
     candidate: Option<RevisionRecord>,
-    accepted: bool,
     reason: &str,
 ) -> Result<()> {
-    let kind = if accepted {
-        EventKind::Promoted
-    } else {
-        EventKind::Refused
-    };
     let mut event = Event::new(round as usize, Slot::Rubric, kind);
     event.live_before = Some(live_before);
     event.candidate = candidate;
-    if !accepted {
+    if kind != EventKind::Promoted {
         event.reasons.push(reason.to_string());
     }
     Ok(append(&judge_dir.join("events.jsonl"), &event)?)

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use verifine_base::{SplitMix64, read_jsonl, write_atomically, write_jsonl};
+use verifine_hotswap::EventKind;
 use verifine_hotswap::revision::Origin;
 use verifine_train::task::{generate, with_slip};
 
@@ -217,12 +218,16 @@ impl Evolve {
                             HandedIn::Admitted(_) => Some(judge.record(candidate)?),
                             HandedIn::Refused { .. } => None,
                         };
+                        let kind = match entry.revision {
+                            Some(_) => EventKind::Promoted,
+                            None => EventKind::Refused,
+                        };
                         record_event(
                             &judge_dir,
                             round,
+                            kind,
                             judge.record(live)?,
                             candidate,
-                            entry.revision.is_some(),
                             &entry.decision.reason,
                         )?;
                     }

@@ -8,6 +8,7 @@
 //! decision is a line of `kept.jsonl`.
 
 use crate::cases::Case;
+use crate::code::record_event;
 use crate::config::RoundStart;
 use crate::error::{EvolveError, Result};
 use crate::round::read_optional;
@@ -15,6 +16,7 @@ use crate::run::Evolve;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use verifine_base::write_jsonl;
+use verifine_hotswap::EventKind;
 use verifine_train::policy::Policy;
 use verifine_train::rollout::Sampling;
 use verifine_train::task::{Problem, generate};
@@ -81,8 +83,9 @@ impl Evolve {
     /// After round row `name` (finished in `dir`): keeps it when the fixed
     /// evaluator rates it at least as well as the kept policy on the
     /// validation set; otherwise makes the kept policy's judge revision live
-    /// again. Later rounds' curricula and queries read the kept policy.
-    pub(crate) fn keep_or_revert(&mut self, name: &str, dir: &Path) -> Result<()> {
+    /// again (an event of judge loop `round` when that changes the judge's
+    /// component). Later rounds' curricula and queries read the kept policy.
+    pub(crate) fn keep_or_revert(&mut self, name: &str, round: u32, dir: &Path) -> Result<()> {
         let before = self.kept()?;
         let validation_rb = self.validation_rb(dir)?;
         let revision = self.state.trained_with.get(name).copied().ok_or_else(|| {
@@ -102,6 +105,20 @@ impl Evolve {
             .iter()
             .find(|r| r.number == before.judge_revision)
         {
+            if supported.code != self.state.live.code {
+                record_event(
+                    &self.judge_dir(),
+                    round,
+                    EventKind::RolledBack,
+                    self.judge.record(&self.state.live)?,
+                    Some(self.judge.record(supported)?),
+                    &format!(
+                        "{name} is rated below the kept policy {} on the validation set \
+                         ({validation_rb:.3} < {:.3}): the judge that trained it is live again",
+                        before.row, before.validation_rb
+                    ),
+                )?;
+            }
             self.state.live = supported.clone();
         }
         tracing::info!(

@@ -137,7 +137,7 @@ impl Evolve {
             .started_from
             .insert(name.to_string(), started_from);
         if keeping && round > 0 {
-            self.keep_or_revert(name, &dir)?;
+            self.keep_or_revert(name, round, &dir)?;
         } else if guided && !keeping {
             self.state.newest_policy = Some(dir);
         }

@@ -3,52 +3,16 @@
 //! refused, the cap on proposals per round, the review request, and a
 //! resumed calibration replaying its log instead of asking again.
 
+mod common;
+
+use common::{case, creeping, label, scored, set};
 use serde_json::json;
 use std::cell::RefCell;
 use verifine_evolve::agent::{Proposal, RevisionAgent, RevisionRequest};
 use verifine_evolve::calibration::{
     CalibrationConfig, CalibrationEntry, CalibrationStop, Hooks, LabelledSet, calibrate, decide,
 };
-use verifine_evolve::cases::Case;
-use verifine_evolve::judge::{JudgeRevision, JudgeScore};
-use verifine_evolve::labels::{Label, LabelAction};
-
-fn case(i: usize) -> Case {
-    Case {
-        id: format!("c{i}"),
-        scenario: "s".into(),
-        prompt: format!("p{i}"),
-        response: "r".into(),
-        reference: "GOLD-SOLUTION".into(),
-    }
-}
-
-fn label(i: usize, total: f64) -> Label {
-    Label {
-        case_id: format!("c{i}"),
-        annotator: "a".into(),
-        dimensions: [("grounded".to_string(), total)].into(),
-        total,
-        revision: 0,
-        action: LabelAction::Score,
-        note: None,
-    }
-}
-
-/// Six labelled cases: 0–2 from an earlier batch, 3–5 the newest.
-fn set() -> LabelledSet {
-    let human = [0.0, 1.0, 0.5, 0.0, 1.0, 0.5];
-    LabelledSet {
-        cases: (0..6).map(case).collect(),
-        labels: human
-            .iter()
-            .enumerate()
-            .map(|(i, &h)| label(i, h))
-            .collect(),
-        current: vec![3, 4, 5],
-        earlier: vec![0, 1, 2],
-    }
-}
+use verifine_evolve::judge::JudgeRevision;
 
 #[test]
 fn an_improving_revision_is_accepted_and_one_that_breaks_an_earlier_case_is_refused() {
@@ -170,18 +134,6 @@ impl RevisionAgent for Counting {
     }
 }
 
-fn scored(totals: Vec<f64>) -> Vec<JudgeScore> {
-    totals
-        .into_iter()
-        .map(|t| JudgeScore {
-            total: t,
-            dimensions: [("grounded".to_string(), t)].into(),
-            explanation: String::new(),
-            error: None,
-        })
-        .collect()
-}
-
 fn run(
     config: &CalibrationConfig,
     scores: impl Fn(u64) -> Vec<f64>,
@@ -219,13 +171,6 @@ fn run(
     .unwrap();
     let asked = agent.0 - done.len();
     (outcome, log.into_inner(), asked)
-}
-
-/// Each revision moves case 3 a little closer to its label (so Pearson on
-/// the newest batch rises every time) without touching earlier cases.
-fn creeping(k: u64) -> Vec<f64> {
-    let c3 = 1.0 - (k as f64) * 0.04;
-    vec![0.0, 1.0, 0.5, c3, 1.0, 0.0]
 }
 
 #[test]
