@@ -183,6 +183,16 @@ fn edits(rules: &Value, dimension: &str, gap: f64) -> Vec<(Value, String)> {
                 format!("judge scores {dimension} {gap:+.2} below the labels: halve {dimension}/{sub}'s weight"),
             ));
         }
+        // A model-backed dimension (`worked-steps`' `ask`): its verdict too.
+        let asked = rules["ask"][dimension].as_f64().unwrap_or(0.0);
+        if asked > 0.0 {
+            let mut next = rules.clone();
+            set(&mut next, "ask", dimension, asked / 2.0);
+            out.push((
+                next,
+                format!("judge scores {dimension} {gap:+.2} below the labels: halve the judge model's weight there"),
+            ));
+        }
     }
     out
 }

@@ -111,6 +111,11 @@ pub struct EvolveConfig {
     pub calibration: CalibrationConfig,
     /// The revision agent (default: the built-in rule search).
     pub agent: AgentConfig,
+    /// A judges file (as `verifine score --judges`): the models that answer
+    /// the loop's plugins' `ask-judges` queries — a model-backed judge
+    /// (`worked-steps`' `ask`). None: every query fails with "no judge
+    /// model configured".
+    pub judges: Option<std::path::PathBuf>,
     /// Sandbox limits of every plugin the loop loads.
     pub limits: Limits,
 }
@@ -143,6 +148,7 @@ impl Default for EvolveConfig {
             membership: MembershipConfig::default(),
             calibration: CalibrationConfig::default(),
             agent: AgentConfig::default(),
+            judges: None,
             limits: Limits::default(),
         }
     }

@@ -15,6 +15,9 @@ pub enum EvolveError {
     /// Building, checking or recording a judge revision that is code failed.
     #[error(transparent)]
     Hotswap(#[from] verifine_hotswap::HotswapError),
+    /// The judge models of `judges` could not be set up.
+    #[error(transparent)]
+    Judges(#[from] verifine_judge::JudgeError),
     /// A training round failed.
     #[error(transparent)]
     Train(#[from] verifine_train::TrainError),

@@ -238,7 +238,11 @@ impl Evolve {
         state: EvolveState,
         progress: Box<dyn FnMut(EvolveProgress)>,
     ) -> Result<Self> {
-        let runtime = Runtime::new(config.limits)?;
+        let mut runtime = Runtime::new(config.limits)?;
+        if let Some(path) = &config.judges {
+            let judges = verifine_judge::Judges::new(&verifine_judge::JudgesConfig::load(path)?)?;
+            runtime = runtime.with_judges(std::sync::Arc::new(judges));
+        }
         let evaluator = RewardPlugins::from_slots(&runtime, &config.evaluator, None)?;
         let curriculum =
             runtime.load_kind(config.curriculum.plugin.clone(), PluginKind::Curriculum)?;

@@ -271,3 +271,68 @@ fn healthbench_examples_score_through_smollm2_in_process_yes_no() {
 fn healthbench_examples_score_through_smollm2_in_process_json() {
     healthbench_through_smollm2("json", 2);
 }
+
+/// `worked-steps` with its grounded dimension asked of SmolLM2 (the
+/// model-backed judge `examples/evolve/smollm2-judge.toml` calibrates):
+/// one YES/NO query per answer, whose P(YES) is a verdict of its own.
+#[test]
+fn worked_steps_asks_smollm2_about_grounding() {
+    let model = match fetch_model("smollm2") {
+        Ok(path) => path,
+        Err(why) => {
+            eprintln!("SKIPPED worked-steps through SmolLM2: {why}");
+            return;
+        }
+    };
+    let text = format!(
+        "[judges.judge]\nbackend = {{ kind = \"local-gguf\", path = {:?}, template = \"chatml\" }}\n",
+        model.display().to_string()
+    );
+    let judges = std::sync::Arc::new(
+        verifine_judge::Judges::new(
+            &verifine_judge::JudgesConfig::parse(&text, "judges.toml").unwrap(),
+        )
+        .unwrap(),
+    );
+    let runtime = verifine_runtime::Runtime::with_cache(Default::default(), None)
+        .unwrap()
+        .with_judges(judges.clone());
+    let plugins = verifine_runtime::scoring::RewardPlugins::load(
+        &runtime,
+        "worked-steps",
+        &serde_json::json!({"ask": {"grounded": 1.0}}),
+        None,
+        &serde_json::json!({}),
+    )
+    .unwrap();
+    let prompt = "Start with 7, then add 5, then multiply by 2. What is the result?";
+    let samples: Vec<verifine_runtime::Sample> = [
+        ("worked", "7 + 5 = 12\n12 * 2 = 24\n#### 24"),
+        ("ungrounded", "1 + 1 = 2\n2 * 3 = 6\n#### 6"),
+        ("slip", "7 + 5 = 13\n13 * 2 = 26\n#### 26"),
+    ]
+    .iter()
+    .map(|(id, response)| verifine_runtime::Sample::new(*id, prompt, *response))
+    .collect();
+    let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 3, 1, &|_| {}).unwrap();
+    for (sample, s) in samples.iter().zip(&scored) {
+        assert_eq!(s.error, None);
+        let judgment = s.judgment.as_ref().unwrap();
+        let asked = judgment
+            .verdicts
+            .iter()
+            .find(|v| v.criterion == "grounded/asked-model")
+            .unwrap_or_else(|| panic!("no model verdict: {judgment:?}"));
+        assert!((0.0..=1.0).contains(&asked.score), "{asked:?}");
+        eprintln!(
+            "{}: P(YES) {:.3}, total {:?}",
+            sample.id, asked.score, s.total
+        );
+    }
+    let ledger = judges.ledgers()["judge"];
+    assert_eq!(
+        (ledger.calls, ledger.failures),
+        (3, 0),
+        "one query per answer"
+    );
+}

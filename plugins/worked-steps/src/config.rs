@@ -16,8 +16,11 @@
 //! table: it lists the active sub-criteria (weight 0 = inactive).
 //! `dimension_weights` entries that are left out stay 1. `gate` names a
 //! sub-criterion (`final-marked` or `complete/final-marked`), or is `null`
-//! for no gate; the gate is checked whether or not it is active.
+//! for no gate; the gate is checked whether or not it is active. `ask`
+//! (see [`crate::asked`]) has a judge model answer a YES/NO question per
+//! dimension, weighted among that dimension's sub-criteria; off by default.
 
+use crate::asked::{Ask, RawAsk};
 use crate::criteria::{Dimension, Sub};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -32,6 +35,8 @@ pub struct Config {
     pub dimension_weights: [f64; 3],
     /// The gate: when this sub-criterion scores below 1 the total is 0.
     pub gate: Option<Sub>,
+    /// The dimensions a judge model is asked about.
+    pub ask: Ask,
 }
 
 impl Config {
@@ -65,6 +70,7 @@ impl Config {
             active: Sub::ALL.iter().map(|&s| (s, 1.0)).collect(),
             dimension_weights: [1.0; 3],
             gate: Some(Sub::FinalMarked),
+            ask: Ask::default(),
         }
     }
 }
@@ -82,6 +88,7 @@ impl Default for Config {
             ],
             dimension_weights: [1.0; 3],
             gate: Some(Sub::FinalMarked),
+            ask: Ask::default(),
         }
     }
 }
@@ -100,6 +107,8 @@ struct RawConfig {
     dimension_weights: RawDimensionWeights,
     #[serde(default = "default_gate")]
     gate: Option<String>,
+    #[serde(default)]
+    ask: RawAsk,
 }
 
 fn default_gate() -> Option<String> {
@@ -124,7 +133,7 @@ impl Default for RawDimensionWeights {
     }
 }
 
-fn check_weight(key: &str, weight: f64) -> Result<(), String> {
+pub(crate) fn check_weight(key: &str, weight: f64) -> Result<(), String> {
     if weight.is_finite() && weight >= 0.0 {
         Ok(())
     } else {
@@ -194,10 +203,11 @@ impl TryFrom<RawConfig> for Config {
             active,
             dimension_weights,
             gate,
+            ask: Ask::try_from(raw.ask)?,
         };
         let counted: f64 = Dimension::ALL
             .into_iter()
-            .filter(|&d| config.active_in(d).next().is_some())
+            .filter(|&d| config.active_in(d).next().is_some() || config.ask.weight(d) > 0.0)
             .map(|d| config.dimension_weight(d))
             .sum();
         if counted <= 0.0 {

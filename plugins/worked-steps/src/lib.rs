@@ -12,15 +12,20 @@
 //!
 //! The default config is deliberately loose: it rewards any arithmetically
 //! valid chain that ends in its own result, even one that ignores the
-//! problem. [`Config::strict`] is the recommended tight judge.
+//! problem. [`Config::strict`] is the recommended tight judge. A config may
+//! also have a judge model answer a YES/NO question per dimension
+//! ([`asked`]), one more weighted item of that dimension: a model-backed
+//! rubric the judge loop calibrates like the rule-based one.
 
 #![warn(missing_docs)]
 
+pub mod asked;
 pub mod config;
 pub mod criteria;
 pub mod problem;
 pub mod response;
 
+use asked::{ASKED_ID, Asked};
 pub use config::Config;
 use criteria::{Dimension, Facts, Sub, UNPARSED};
 use verifine_plugin_api::*;
@@ -33,7 +38,7 @@ impl Rubric for WorkedSteps {
 
     fn describe() -> RubricInfo {
         let defaults = Config::default();
-        Sub::ALL.into_iter().fold(
+        let info = Sub::ALL.into_iter().fold(
             RubricInfo::new("worked-steps", env!("CARGO_PKG_VERSION")),
             |info, sub| {
                 info.criterion(
@@ -41,16 +46,54 @@ impl Rubric for WorkedSteps {
                         .in_dimension(sub.dimension().id()),
                 )
             },
-        )
+        );
+        Dimension::ALL.into_iter().fold(info, |info, dimension| {
+            info.criterion(
+                Criterion::new(
+                    &asked_criterion(dimension),
+                    "A judge model's YES to the dimension's question (config `ask`)",
+                    0.0,
+                )
+                .in_dimension(dimension.id()),
+            )
+        })
     }
 
-    fn judge(config: &Config, _ctx: &Context, sample: &Sample) -> Result<Judgment, String> {
-        Ok(judge(config, &sample.prompt, &sample.response))
+    fn judge(config: &Config, ctx: &Context, sample: &Sample) -> Result<Judgment, String> {
+        Self::judge_batch(config, ctx, std::slice::from_ref(sample))
+            .pop()
+            .expect("one judgment per sample")
+    }
+
+    fn judge_batch(
+        config: &Config,
+        _ctx: &Context,
+        samples: &[Sample],
+    ) -> Vec<Result<Judgment, String>> {
+        samples
+            .iter()
+            .zip(asked::ask_all(config, samples))
+            .map(|(sample, asked)| {
+                asked.map(|asked| judge_asked(config, &sample.prompt, &sample.response, &asked))
+            })
+            .collect()
     }
 }
 
-/// Judges `response` to `prompt` under `config`.
+/// `<dimension>/asked-model`.
+fn asked_criterion(dimension: Dimension) -> String {
+    format!("{}/{ASKED_ID}", dimension.id())
+}
+
+/// Judges `response` to `prompt` under `config`, which asks no judge model
+/// (its `ask` weights are ignored).
 pub fn judge(config: &Config, prompt: &str, response: &str) -> Judgment {
+    judge_asked(config, prompt, response, &[None; 3])
+}
+
+/// Judges `response` to `prompt` under `config`, with the judge model's
+/// answers for the dimensions it was asked about.
+pub fn judge_asked(config: &Config, prompt: &str, response: &str, asked: &Asked) -> Judgment {
     let facts = Facts::read(prompt, response);
     let mut verdicts = Vec::new();
     let mut failed = Vec::new();
@@ -72,6 +115,28 @@ pub fn judge(config: &Config, prompt: &str, response: &str) -> Judgment {
                 met: Some(check.score >= 1.0),
                 confidence: None,
                 explanation: Some(check.note),
+            });
+        }
+        let ask_weight = config.ask.weight(dimension);
+        if let Some(yes) = asked[dimension as usize].filter(|_| ask_weight > 0.0) {
+            if yes < 0.5 {
+                failed.push(format!(
+                    "{ASKED_ID} on {} (P(YES) {yes:.2})",
+                    dimension.id()
+                ));
+            }
+            weighted += ask_weight * yes;
+            weights += ask_weight;
+            verdicts.push(Verdict {
+                criterion: asked_criterion(dimension),
+                score: yes,
+                met: Some(yes >= 0.5),
+                confidence: Some(yes.max(1.0 - yes)),
+                explanation: Some(format!(
+                    "judge `{}`: P(YES) {yes:.3} to \"{}\"",
+                    config.ask.judge,
+                    config.ask.question(dimension)
+                )),
             });
         }
         if weights > 0.0 {
@@ -256,7 +321,7 @@ mod tests {
     fn describe_lists_the_library_with_default_weights() {
         let info = WorkedSteps::describe();
         assert_eq!(info.name, "worked-steps");
-        assert_eq!(info.criteria.len(), 11);
+        assert_eq!(info.criteria.len(), Sub::ALL.len() + Dimension::ALL.len());
         let c = info
             .criteria
             .iter()
