@@ -355,3 +355,47 @@ fn seeds_run_once_each_and_report_across_them() {
     assert_eq!(again, [(0, SeedStart::Finished), (1, SeedStart::Finished)]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every shipped evolve config parses, its judge's initial rules are ones
+/// the judge accepts, and the judges file it names reads.
+#[test]
+fn every_example_config_parses_and_its_judge_takes_its_rules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let runtime = verifine_runtime::Runtime::new(Default::default()).unwrap();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root.join("examples/evolve")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = read(&path);
+        if path.extension().is_none_or(|e| e != "toml") || text.contains("[judges.") {
+            continue;
+        }
+        let config =
+            EvolveConfig::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let judge = verifine_runtime::scoring::RewardPlugins::load(
+            &runtime,
+            config.judge.plugin.clone(),
+            &config.judge.config_json(),
+            None,
+            &serde_json::json!({}),
+        )
+        .unwrap();
+        let sample =
+            verifine_runtime::Sample::new("s", "Start with 2, then add 3.", "2 + 3 = 5\n#### 5");
+        let scored =
+            verifine_runtime::scoring::score_all(&judge, &[sample], 1, 1, &|_| {}).unwrap();
+        // Without its judges file here, a model-backed judge can only say so.
+        if let Some(error) = &scored[0].error {
+            assert!(
+                config.judges.is_some() && error.contains("no judge model configured"),
+                "{}: the judge refuses its rules: {error}",
+                path.display()
+            );
+        }
+        if let Some(judges) = &config.judges {
+            verifine_judge::JudgesConfig::load(&root.join(judges))
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked} configs");
+}
