@@ -14,6 +14,10 @@ use crate::hooks::{Answer, RewardFunction, SftCandidate, SftCurriculum};
 use serde::{Deserialize, Serialize};
 use verifine_base::{Provenance, SplitMix64};
 
+/// Mixed into the seed for the SFT data's draws (which targets are noisy),
+/// apart from the other streams of the same seed.
+const SFT_DATA_STREAM: u64 = 0x5F7_DA7A;
+
 /// Candidates per curriculum call.
 const BATCH: usize = 256;
 
@@ -58,7 +62,7 @@ impl SftPool {
         reward_config: &RewardConfig,
         seed: u64,
     ) -> Result<Self> {
-        let mut rng = SplitMix64::new(seed ^ 0x5F7_DA7A);
+        let mut rng = SplitMix64::new(seed ^ SFT_DATA_STREAM);
         let mut items: Vec<SftItem> = problems
             .iter()
             .enumerate()

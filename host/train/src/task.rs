@@ -10,6 +10,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use verifine_base::SplitMix64;
 
+/// Mixed into the seed for the held-out problems, so they are drawn apart
+/// from the training set's stream.
+const HELDOUT_STREAM: u64 = 0x05EE_D0F4_E1D0;
+
+/// Mixed into the seed for the canary set's draws.
+const CANARY_STREAM: u64 = 0xCA_4A_41;
+
 /// Difficulty of generated problems.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -241,7 +248,7 @@ pub struct CanaryResponse {
 /// solution that mentions the right answer in passing before its wrong final
 /// answer (not rewarded — the bait a loose rubric falls for).
 pub fn canary(seed: u64, n: usize, config: &TaskConfig) -> Vec<CanaryResponse> {
-    let mut rng = SplitMix64::new(seed ^ 0xCA_4A_41);
+    let mut rng = SplitMix64::new(seed ^ CANARY_STREAM);
     (0..n)
         .map(|i| {
             let problem = problem(&mut rng, config);
@@ -303,7 +310,7 @@ pub fn splits(
 ) -> (Vec<Problem>, Vec<Problem>) {
     let train_set = generate(seed, train, config);
     let seen: HashSet<&str> = train_set.iter().map(|p| p.prompt.as_str()).collect();
-    let mut rng = SplitMix64::new(seed ^ 0x05EE_D0F4_E1D0_u64);
+    let mut rng = SplitMix64::new(seed ^ HELDOUT_STREAM);
     let mut heldout_set = Vec::with_capacity(heldout);
     let mut attempts = 0;
     while heldout_set.len() < heldout && attempts < heldout * 100 {

@@ -206,7 +206,7 @@ impl Run {
         let reward_costs = self.host.reward.take_costs();
         self.log.append(&MetricsLine {
             phase: Phase::Eval,
-            step: self.step,
+            step: self.state.step,
             reward_costs,
             heldout_accuracy: Some(eval.pr),
             heldout_accuracy_fv: eval.fv,

@@ -78,7 +78,7 @@ impl Run {
             .enumerate()
             .map(|(i, r)| {
                 final_answer(
-                    format!("{}-{i}", self.step),
+                    format!("{}-{i}", self.state.step),
                     &problems[i / g],
                     &self.tokenizer,
                     r,
@@ -86,7 +86,7 @@ impl Run {
             })
             .collect::<Result<_>>()?;
         let plugin_started = Instant::now();
-        let scored = self.host.reward.score(self.step, &answers);
+        let scored = self.host.reward.score(self.state.step, &answers);
         let plugin_seconds = plugin_started.elapsed().as_secs_f64();
         // Missing, non-finite or out-of-range totals are failed rewards.
         let totals: Vec<Option<f64>> = scored
@@ -104,7 +104,7 @@ impl Run {
             .collect();
         let present: Vec<f64> = rewards.iter().flatten().copied().collect();
         let reward_mean = present.iter().sum::<f64>() / present.len().max(1) as f64;
-        self.rewards_since.add(&present);
+        self.state.rewards_since.add(&present);
 
         // 3. Advantages; rollouts without one leave the batch.
         let advantages = advantages(&rewards, &phase.objective)?;
@@ -148,12 +148,12 @@ impl Run {
 
         // 5. Metrics.
         let seconds = step_started.elapsed().as_secs_f64();
-        self.totals.seconds += seconds;
-        self.totals.plugin_seconds += plugin_seconds;
-        self.totals.tokens += generated;
-        self.totals.rollouts += rolled.len();
+        self.state.totals.seconds += seconds;
+        self.state.totals.plugin_seconds += plugin_seconds;
+        self.state.totals.tokens += generated;
+        self.state.totals.rollouts += rolled.len();
         let turns: usize = rolled.iter().map(|r| r.turns).sum();
-        self.totals.turns += turns;
+        self.state.totals.turns += turns;
         let tokens_per_second = generated as f64 / seconds.max(1e-9);
         let svr = self.config.self_verification.enabled;
         let count = |reply: VerifyReply| {
@@ -164,7 +164,7 @@ impl Run {
                 .count()
         };
         (self.host.progress)(Progress::Step {
-            step: self.step + 1,
+            step: self.state.step + 1,
             message: format!(
                 "grpo reward {reward_mean:.3}  kl {}  {tokens_per_second:.0} tok/s",
                 update
@@ -176,7 +176,7 @@ impl Run {
         let reward_costs = self.host.reward.take_costs();
         self.log.append(&MetricsLine {
             phase: Phase::Grpo,
-            step: self.step,
+            step: self.state.step,
             loss: update.loss,
             learning_rate: update.learning_rate,
             grad_norm: update.grad_norm.filter(|n| n.is_finite()),

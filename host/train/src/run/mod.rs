@@ -67,25 +67,15 @@ struct GrpoTotals {
     turns: usize,
 }
 
-/// The state a checkpoint carries besides weights and optimizer moments.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct RunState {
-    config: TrainConfig,
+/// What a run carries from step to step and a checkpoint restores as it
+/// was: one home, so a new resumable field is written once.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TrainingState {
     /// Steps completed (SFT and GRPO together).
     step: usize,
-    /// The sampling generator (SFT draws, prompt draws, rollouts).
-    rng: u64,
     /// Set once SFT has ended; its optimizer is then the GRPO one.
     accuracy_sft: Option<Evaluation>,
-    optimizer_steps: usize,
-    metrics_lines: usize,
     totals: GrpoTotals,
-    wall_seconds: f64,
-    /// The SFT curriculum that chose the samples (it is asked again on resume).
-    curriculum: Option<Provenance>,
-    /// The host's live reward: its step hook's own record (live revisions,
-    /// decided requests …).
-    live: serde_json::Value,
     /// The fingerprint of the host's GRPO prompt pool, if it gave one.
     #[serde(default)]
     prompt_pool: Option<String>,
@@ -98,6 +88,26 @@ struct RunState {
     /// The final evaluation (at the last GRPO step) is in `metrics.jsonl`.
     #[serde(default)]
     final_logged: bool,
+}
+
+/// The state a checkpoint carries besides weights and optimizer moments:
+/// the [`TrainingState`] (flattened: the file's layout is unchanged) and
+/// what is read off the run's parts when it is written.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RunState {
+    config: TrainConfig,
+    #[serde(flatten)]
+    state: TrainingState,
+    /// The sampling generator (SFT draws, prompt draws, rollouts).
+    rng: u64,
+    optimizer_steps: usize,
+    metrics_lines: usize,
+    wall_seconds: f64,
+    /// The SFT curriculum that chose the samples (it is asked again on resume).
+    curriculum: Option<Provenance>,
+    /// The host's live reward: its step hook's own record (live revisions,
+    /// decided requests …).
+    live: serde_json::Value,
     /// The fingerprint of the pretrained base (`[model] from`).
     #[serde(default)]
     base_model: Option<String>,
@@ -178,23 +188,15 @@ struct Run {
     rng: SplitMix64,
     optimizer: AdamW,
     log: MetricsLog,
-    step: usize,
-    accuracy_sft: Option<Evaluation>,
-    totals: GrpoTotals,
+    state: TrainingState,
     wall_before: f64,
     started: Instant,
     resumed_from: Option<usize>,
-    /// The fingerprint of the host's prompt pool.
-    prompt_pool: Option<String>,
-    /// The fingerprint of the host's SFT targets.
-    sft_targets: Option<String>,
-    rewards_since: RewardTally,
     /// The final evaluation, when it ran at the last step boundary (or
     /// ended SFT in a run without GRPO).
     final_eval: Option<Evaluated>,
     /// The evaluation at the last SFT step's boundary, for the end of SFT.
     sft_end_eval: Option<Evaluated>,
-    final_logged: bool,
 }
 
 impl Run {
@@ -202,42 +204,42 @@ impl Run {
         let total = self.config.total_steps();
         (self.host.progress)(Progress::Started {
             total,
-            done: self.step,
+            done: self.state.step,
         });
         loop {
-            if self.step == self.config.sft.steps && self.accuracy_sft.is_none() {
+            if self.state.step == self.config.sft.steps && self.state.accuracy_sft.is_none() {
                 self.finish_sft()?;
             }
-            if self.step >= total {
+            if self.state.step >= total {
                 break;
             }
-            if self.step < self.config.sft.steps {
+            if self.state.step < self.config.sft.steps {
                 self.sft_step()?;
             } else {
                 self.grpo_step()?;
             }
-            self.step += 1;
-            let grpo_done = self.step.saturating_sub(self.config.sft.steps);
+            self.state.step += 1;
+            let grpo_done = self.state.step.saturating_sub(self.config.sft.steps);
             let monitor = self.evaluate_at_boundary()?;
             let outcome = self
                 .host
                 .reward
                 .at_boundary(StepBoundary {
-                    step: self.step,
+                    step: self.state.step,
                     grpo_steps: grpo_done,
                     total_steps: total,
                     monitor,
                 })
                 .map_err(|error| TrainError::Hook {
-                    context: format!("at the step boundary after step {}", self.step),
+                    context: format!("at the step boundary after step {}", self.state.step),
                     error,
                 })?;
             if outcome.reward_changed {
                 self.refresh_plugins();
             }
             let every = self.config.checkpoints.every;
-            if self.step == total
-                || (every > 0 && self.step.is_multiple_of(every))
+            if self.state.step == total
+                || (every > 0 && self.state.step.is_multiple_of(every))
                 || outcome.needs_checkpoint
             {
                 self.checkpoint()?;
@@ -246,7 +248,7 @@ impl Run {
                 .reward
                 .after_checkpoint()
                 .map_err(|error| TrainError::Hook {
-                    context: format!("after the checkpoint at step {}", self.step),
+                    context: format!("after the checkpoint at step {}", self.state.step),
                     error,
                 })?;
         }
@@ -265,7 +267,7 @@ impl Run {
             Some(evaluated) if !measures_more => evaluated,
             _ => {
                 let evaluated = self.evaluate(true)?;
-                if measures_more || !self.sft_evaluates_at(self.step) {
+                if measures_more || !self.sft_evaluates_at(self.state.step) {
                     self.log_eval(evaluated.evaluation)?;
                 }
                 evaluated
@@ -277,10 +279,10 @@ impl Run {
             &self.run_dir.join("heldout_answers_sft.jsonl"),
             &evaluated.answers,
         )?;
-        self.accuracy_sft = Some(evaluated.evaluation);
+        self.state.accuracy_sft = Some(evaluated.evaluation);
         if self.config.grpo.steps == 0 {
             // Without GRPO this is also the final evaluation: one line, one run.
-            self.final_logged = true;
+            self.state.final_logged = true;
             self.final_eval = Some(evaluated);
         }
         if self.config.grpo.objective.beta > 0.0 {
@@ -314,25 +316,19 @@ impl Run {
         self.log.sync()?;
         let state = RunState {
             config: self.config.clone(),
-            step: self.step,
+            state: self.state.clone(),
             rng: self.rng.state(),
-            accuracy_sft: self.accuracy_sft,
             optimizer_steps: self.optimizer.steps,
             metrics_lines: self.log.lines(),
-            totals: self.totals.clone(),
-            wall_seconds: self.wall_before + self.started.elapsed().as_secs_f64(),
+            wall_seconds: self.wall_seconds(),
             curriculum: self.pool.curriculum.clone(),
             live: self.host.reward.state(),
-            prompt_pool: self.prompt_pool.clone(),
-            sft_targets: self.sft_targets.clone(),
-            rewards_since: self.rewards_since.clone(),
-            final_logged: self.final_logged,
             base_model: self.base.as_ref().map(|b| b.fingerprint.clone()),
         };
         let dir = self.run_dir.join("checkpoints");
         checkpoint::save(
             &dir,
-            &format!("step-{:08}", self.step),
+            &format!("step-{:08}", self.state.step),
             &self.varmap,
             &self.optimizer.state(),
             &state,

@@ -36,13 +36,13 @@ impl Run {
     /// where it is the final evaluation the outputs use; in SFT every
     /// `sft.eval_every` steps.
     pub(super) fn evaluate_at_boundary(&mut self) -> Result<Option<Monitor>> {
-        if self.step <= self.config.sft.steps {
+        if self.state.step <= self.config.sft.steps {
             return self.evaluate_in_sft();
         }
         let total = self.config.total_steps();
-        let grpo_done = self.step - self.config.sft.steps;
+        let grpo_done = self.state.step - self.config.sft.steps;
         let every = self.config.eval_every;
-        let last = self.step == total;
+        let last = self.state.step == total;
         let periodic = every > 0 && grpo_done.is_multiple_of(every);
         if !(last || periodic) {
             return Ok(None);
@@ -52,10 +52,10 @@ impl Run {
         let monitor = Monitor {
             heldout_accuracy: evaluated.evaluation.pr,
             heldout_score: evaluated.score,
-            mean_reward: self.rewards_since.take_mean(),
+            mean_reward: self.state.rewards_since.take_mean(),
         };
         if last {
-            self.final_logged = true;
+            self.state.final_logged = true;
             self.final_eval = Some(evaluated);
         }
         Ok(Some(monitor))
@@ -71,7 +71,7 @@ impl Run {
     /// scores the greedy held-out answers, so a host's hook sees the reward
     /// and the evaluator on the same answers.
     fn evaluate_in_sft(&mut self) -> Result<Option<Monitor>> {
-        if !self.sft_evaluates_at(self.step) {
+        if !self.sft_evaluates_at(self.state.step) {
             return Ok(None);
         }
         let evaluated = self.evaluate(false)?;
@@ -89,7 +89,7 @@ impl Run {
         let admitted: Vec<f64> = self
             .host
             .reward
-            .score(self.step, &answers)
+            .score(self.state.step, &answers)
             .iter()
             .filter_map(|r| self.config.reward.admit(r.total))
             .collect();
@@ -98,7 +98,7 @@ impl Run {
             heldout_score: evaluated.score,
             mean_reward: admitted.iter().sum::<f64>() / admitted.len().max(1) as f64,
         };
-        if self.step == self.config.sft.steps {
+        if self.state.step == self.config.sft.steps {
             self.sft_end_eval = Some(evaluated);
         }
         Ok(Some(monitor))

@@ -68,7 +68,7 @@ impl Run {
             Some(evaluated) => evaluated,
             None => {
                 let evaluated = self.evaluate(true)?;
-                if !self.final_logged {
+                if !self.state.final_logged {
                     self.log_eval(evaluated.evaluation)?;
                 }
                 evaluated
@@ -84,9 +84,10 @@ impl Run {
             &evaluated.answers,
         )?;
         let sft = self
+            .state
             .accuracy_sft
             .ok_or_else(|| TrainError::Invalid("the run ended before SFT was evaluated".into()))?;
-        let totals = &self.totals;
+        let totals = &self.state.totals;
         let svr = self.config.self_verification.enabled;
         let summary = Summary {
             heldout_accuracy_sft: sft.pr,

@@ -4,6 +4,11 @@
 
 use super::*;
 
+/// Mixed into the run's seed for its sampling generator (SFT draws, prompt
+/// draws, rollouts), so it draws a stream apart from the task generator's,
+/// which takes the seed as it is.
+const SAMPLING_STREAM: u64 = 0xA11CE;
+
 impl Run {
     pub(super) fn start(config: TrainConfig, run_dir: &Path, host: Host) -> Result<Self> {
         let tokenizer_path = run_dir.join("tokenizer.json");
@@ -63,23 +68,24 @@ impl Run {
     }
 
     pub(super) fn restore(run_dir: &Path, checkpoint_dir: &Path, host: Host) -> Result<Self> {
-        let state: RunState = checkpoint::read_state(checkpoint_dir)?;
-        let base = pretrained::Base::load(&state.config, &device()?)?;
+        let saved: RunState = checkpoint::read_state(checkpoint_dir)?;
+        let state = &saved.state;
+        let base = pretrained::Base::load(&saved.config, &device()?)?;
         let fingerprint = base.as_ref().map(|b| b.fingerprint.clone());
         ensure!(
-            fingerprint == state.base_model,
+            fingerprint == saved.base_model,
             "the pretrained model changed since the checkpoint: its fingerprint was {}, now {}; \
              an exact resume needs the same base",
-            state.base_model.as_deref().unwrap_or("none"),
+            saved.base_model.as_deref().unwrap_or("none"),
             fingerprint.as_deref().unwrap_or("none")
         );
         let tokenizer = match &base {
             Some(base) => ChatTokenizer::pretrained(&base.model)?,
             None => ChatTokenizer::load(&run_dir.join("tokenizer.json"))?,
         };
-        let log = MetricsLog::resume(&run_dir.join("metrics.jsonl"), state.metrics_lines)?;
-        let mut run = Run::assemble(state.config.clone(), run_dir, tokenizer, log, host, base)?;
-        if let (Some(now), Some(then)) = (&run.pool.curriculum, &state.curriculum) {
+        let log = MetricsLog::resume(&run_dir.join("metrics.jsonl"), saved.metrics_lines)?;
+        let mut run = Run::assemble(saved.config.clone(), run_dir, tokenizer, log, host, base)?;
+        if let (Some(now), Some(then)) = (&run.pool.curriculum, &saved.curriculum) {
             ensure!(
                 now.sha256 == then.sha256,
                 "the SFT curriculum changed since the checkpoint: it was {} {} (sha256 {}), \
@@ -93,22 +99,22 @@ impl Run {
             );
         }
         ensure!(
-            run.prompt_pool == state.prompt_pool,
+            run.state.prompt_pool == state.prompt_pool,
             "the GRPO prompt pool changed since the checkpoint: its fingerprint was {}, now {}; \
              an exact resume needs the same pool",
             state.prompt_pool.as_deref().unwrap_or("none (no pool)"),
-            run.prompt_pool.as_deref().unwrap_or("none (no pool)")
+            run.state.prompt_pool.as_deref().unwrap_or("none (no pool)")
         );
         ensure!(
-            run.sft_targets == state.sft_targets,
+            run.state.sft_targets == state.sft_targets,
             "the host's SFT targets changed since the checkpoint: their fingerprint was {}, now {}; \
              an exact resume needs the same targets",
             state.sft_targets.as_deref().unwrap_or("none"),
-            run.sft_targets.as_deref().unwrap_or("none")
+            run.state.sft_targets.as_deref().unwrap_or("none")
         );
         run.host
             .reward
-            .restore(&state.live, state.step)
+            .restore(&saved.live, state.step)
             .map_err(|error| TrainError::Hook {
                 context: "restoring the step hook's state".to_string(),
                 error,
@@ -119,15 +125,11 @@ impl Run {
         if state.accuracy_sft.is_some() {
             run.enter_grpo()?;
         }
-        run.optimizer.restore(&moments, state.optimizer_steps)?;
-        run.step = state.step;
-        run.rng = SplitMix64::new(state.rng);
-        run.accuracy_sft = state.accuracy_sft;
-        run.totals = state.totals;
-        run.rewards_since = state.rewards_since;
-        run.final_logged = state.final_logged;
-        run.wall_before = state.wall_seconds;
+        run.optimizer.restore(&moments, saved.optimizer_steps)?;
+        run.rng = SplitMix64::new(saved.rng);
+        run.wall_before = saved.wall_seconds;
         run.resumed_from = Some(state.step);
+        run.state = saved.state.clone();
         tracing::info!(step = state.step, checkpoint = %checkpoint_dir.display(), "resuming");
         Ok(run)
     }
@@ -191,7 +193,7 @@ impl Run {
         };
         write_jsonl(&run_dir.join("sft_selection.jsonl"), &pool.items)?;
         let optimizer = AdamW::new(sorted_vars(&varmap), config.sft.optim.clone())?;
-        let rng = SplitMix64::new(config.seed ^ 0xA11CE);
+        let rng = SplitMix64::new(config.seed ^ SAMPLING_STREAM);
         let mut run = Run {
             run_dir: run_dir.to_path_buf(),
             device,
@@ -209,18 +211,16 @@ impl Run {
             rng,
             optimizer,
             log,
-            step: 0,
-            accuracy_sft: None,
-            totals: GrpoTotals::default(),
+            state: TrainingState {
+                prompt_pool,
+                sft_targets,
+                ..TrainingState::default()
+            },
             wall_before: 0.0,
             started: Instant::now(),
             resumed_from: None,
-            prompt_pool,
-            sft_targets,
-            rewards_since: RewardTally::default(),
             final_eval: None,
             sft_end_eval: None,
-            final_logged: false,
             config,
         };
         run.refresh_plugins();

@@ -31,13 +31,13 @@ impl Run {
         let grad_norm = self.optimizer.step(&pass.backward(&loss)?)?;
         let loss = f64::from(loss.to_scalar::<f32>()?);
         (self.host.progress)(Progress::Step {
-            step: self.step + 1,
+            step: self.state.step + 1,
             message: format!("sft  loss {loss:.3}"),
         });
         let reward_costs = self.host.reward.take_costs();
         self.log.append(&MetricsLine {
             phase: Phase::Sft,
-            step: self.step,
+            step: self.state.step,
             loss: Some(loss),
             learning_rate: Some(learning_rate),
             grad_norm: Some(grad_norm).filter(|n| n.is_finite()),
