@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod config;
 pub mod confined;
 pub mod error;
 pub mod events;
@@ -22,6 +23,7 @@ pub mod revision;
 pub mod shadow;
 pub mod slot;
 
+pub use config::HotSwapConfig;
 pub use error::HotswapError;
 pub use events::{Event, EventKind};
 pub use revision::{Origin, Revision, RevisionRecord, RevisionSlot};

@@ -30,13 +30,14 @@
 //! ```
 //! (`shadow_steps` counts swap points here.)
 
+use crate::error::ServeError;
 use crate::limits::{ConnectionLimits, RequestLimits};
 use crate::live::SwapOptions;
 use crate::protocol::FailurePolicy;
 use serde::Deserialize;
-use std::path::PathBuf;
 use std::time::Duration;
-use verifine_hotswap::gate::{CanaryCase, GateConfig};
+use verifine_hotswap::HotSwapConfig;
+use verifine_hotswap::gate::CanaryCase;
 
 /// `[serve]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -126,49 +127,38 @@ impl ServeTable {
     }
 }
 
-/// `[hot_swap]` as the server reads it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SwapTable {
-    /// Previous revisions kept per slot.
-    pub keep_revisions: usize,
-    /// Labelled canary rows (score input rows with a boolean `label`).
-    pub canary: Option<PathBuf>,
-    /// A directory watched for candidates.
-    pub watch_dir: Option<PathBuf>,
-    /// The canary comparison and the watch after a promotion.
-    pub gate: GateConfig,
-}
-
-impl Default for SwapTable {
-    fn default() -> Self {
-        SwapTable {
-            keep_revisions: 5,
-            canary: None,
-            watch_dir: None,
-            gate: GateConfig::default(),
-        }
+/// The swap options of the server's `[hot_swap]` table (the table every
+/// host reads), with the canary rows read (errors name `file:line`).
+/// Training's settings there are refused rather than ignored: the server
+/// asks no agent and generates no canary.
+pub fn swap_options(table: &HotSwapConfig, interval_ms: u64) -> crate::error::Result<SwapOptions> {
+    let training_only = |key: &str| {
+        ServeError::Option(format!(
+            "[hot_swap] {key} is for `verifine train`: the server asks no revision agent and \
+             generates no canary (give `canary = FILE`, and hand candidates in through the \
+             inbox or `watch_dir`)"
+        ))
+    };
+    if !table.agent.command.is_empty() {
+        return Err(training_only("agent"));
     }
-}
-
-impl SwapTable {
-    /// The swap options, with the canary rows read (errors name `file:line`).
-    pub fn options(&self, interval_ms: u64) -> verifine_runtime::error::Result<SwapOptions> {
-        let canary = match &self.canary {
-            Some(path) => verifine_runtime::rows::read_labelled(path, self.gate.canary_threshold)?
-                .into_iter()
-                .map(|(sample, label)| CanaryCase { sample, label })
-                .collect(),
-            None => Vec::new(),
-        };
-        Ok(SwapOptions {
-            keep_revisions: self.keep_revisions,
-            gate: self.gate.clone(),
-            canary,
-            watch_dir: self.watch_dir.clone(),
-            interval: Duration::from_millis(interval_ms),
-        })
+    if table.canary_size != HotSwapConfig::default().canary_size {
+        return Err(training_only("canary_size"));
     }
+    let canary = match &table.canary {
+        Some(path) => verifine_runtime::rows::read_labelled(path, table.gate.canary_threshold)?
+            .into_iter()
+            .map(|(sample, label)| CanaryCase { sample, label })
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(SwapOptions {
+        keep_revisions: table.keep_revisions,
+        gate: table.gate.clone(),
+        canary,
+        watch_dir: table.watch_dir.clone(),
+        interval: Duration::from_millis(interval_ms),
+    })
 }
 
 /// The server's tables of a config file (other tables are left to `score`).
@@ -179,12 +169,31 @@ pub struct ServeFile {
     pub serve: ServeTable,
     /// `[hot_swap]`.
     #[serde(default)]
-    pub hot_swap: SwapTable,
+    pub hot_swap: HotSwapConfig,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_servers_hot_swap_table_is_trainings_and_refuses_its_training_keys() {
+        let read = |text: &str| toml::from_str::<ServeFile>(text).unwrap().hot_swap;
+        let plain = read("[hot_swap]\nkeep_revisions = 2\nwatch_dir = \"incoming\"\n");
+        let options = swap_options(&plain, 100).unwrap();
+        assert_eq!(options.keep_revisions, 2);
+        assert_eq!(options.interval, Duration::from_millis(100));
+        for (text, key) in [
+            ("[hot_swap.agent]\ncommand = [\"agent.sh\"]\n", "agent"),
+            ("[hot_swap]\ncanary_size = 10\n", "canary_size"),
+        ] {
+            let err = swap_options(&read(text), 100).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("[hot_swap] {key} is for `verifine train`")),
+                "{err}"
+            );
+        }
+    }
 
     #[test]
     fn the_hostile_client_limits_are_read_with_documented_defaults() {

@@ -91,7 +91,7 @@ pub fn bind(args: &ServeArgs) -> Result<Server> {
         io_threads: or_cores(table.io_threads),
         batch_size: table.batch_size.max(1),
         on_failure: table.on_failure,
-        swap: file.hot_swap.options(table.swap_interval_ms)?,
+        swap: verifine_serve::config::swap_options(&file.hot_swap, table.swap_interval_ms)?,
     };
     Ok(Server::bind(options, runtime)?)
 }

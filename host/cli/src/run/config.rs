@@ -6,8 +6,7 @@
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use verifine_hotswap::agent::AgentConfig;
-use verifine_hotswap::gate::GateConfig;
+pub use verifine_hotswap::HotSwapConfig;
 use verifine_runtime::Limits;
 use verifine_train::TrainConfig;
 
@@ -25,39 +24,6 @@ pub struct JudgesTable {
     /// the working directory, and read again on `--resume`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
-}
-
-/// Live revisions of the reward plugins (`[hot_swap]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct HotSwapConfig {
-    /// Previous revisions kept per slot for rollback.
-    pub keep_revisions: usize,
-    /// Labelled canary cases (score input rows plus a boolean `label`);
-    /// `None`: generated from the task.
-    pub canary: Option<PathBuf>,
-    /// Cases generated when no canary file is given.
-    pub canary_size: usize,
-    /// The canary comparison.
-    pub gate: GateConfig,
-    /// A directory watched for candidates: `<dir>/rubric/*.wasm`,
-    /// `<dir>/aggregator/*.wasm` (looked at every step boundary).
-    pub watch_dir: Option<PathBuf>,
-    /// The revision agent, if any.
-    pub agent: AgentConfig,
-}
-
-impl Default for HotSwapConfig {
-    fn default() -> Self {
-        HotSwapConfig {
-            keep_revisions: 5,
-            canary: None,
-            canary_size: 90,
-            gate: GateConfig::default(),
-            watch_dir: None,
-            agent: AgentConfig::default(),
-        }
-    }
 }
 
 /// A whole run as configured. Read with [`RunConfig::from_toml`], which
