@@ -134,7 +134,7 @@ fn mutated_requests_to_a_running_server_get_an_answer_never_a_dead_server() {
     use verifine_serve::{RequestLimits, ServeOptions, Server, SwapOptions};
     let dir = scratch_dir("fuzz-serve");
     let options = ServeOptions {
-        rubric: verifine_runtime::PluginSlot::new("math-answer"),
+        rubric: verifine_runtime::PluginSetting::new("math-answer"),
         aggregator: None,
         dir: dir.to_path_buf(),
         address: "127.0.0.1:0".parse().unwrap(),

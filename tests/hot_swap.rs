@@ -9,7 +9,7 @@ use verifine::run::{RunConfig, resume, train};
 use verifine_hotswap::Slot;
 use verifine_hotswap::inbox::{self, Action};
 use verifine_hotswap::revision::Origin;
-use verifine_runtime::PluginSlot;
+use verifine_runtime::PluginSetting;
 use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::{Limits, Runtime, Sample};
 use verifine_tests::{EXAMPLE_LOOPHOLE, hostile, read_rows, repo_root, scratch_dir};
@@ -82,8 +82,8 @@ fn run_dir(name: &str) -> PathBuf {
 
 fn score_one(wasm: &Path, response: &str) -> Option<f64> {
     let runtime = Runtime::new(Limits::default()).unwrap();
-    let slot = PluginSlot::new(wasm);
-    let function = RewardPlugins::from_slots(&runtime, &slot, None).unwrap();
+    let slot = PluginSetting::new(wasm);
+    let function = RewardPlugins::from_settings(&runtime, &slot, None).unwrap();
     let sample = Sample::new(
         "bait",
         "Start with 3, then add 4. What is the result?",

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use verifine_runtime::scoring::RewardPlugins;
-use verifine_runtime::{Limits, PluginSlot, Runtime, Sample};
+use verifine_runtime::{Limits, PluginSetting, Runtime, Sample};
 use verifine_serve::{
     FailurePolicy, REVISIONS_HEADER, RequestLimits, RunningServer, ServeOptions, Server,
     SwapOptions,
@@ -28,7 +28,7 @@ mod swaps;
 
 fn options(rubric: &str, dir: &Path) -> ServeOptions {
     ServeOptions {
-        rubric: PluginSlot::new(rubric),
+        rubric: PluginSetting::new(rubric),
         aggregator: None,
         dir: dir.to_path_buf(),
         address: "127.0.0.1:0".parse().unwrap(),

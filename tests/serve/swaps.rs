@@ -203,13 +203,13 @@ fn a_rollback_under_steady_load_goes_live_within_a_bound() {
 #[test]
 fn a_swap_point_is_not_starved_by_a_saturated_watch() {
     use verifine_runtime::scoring::ScoredSample;
-    use verifine_runtime::{PluginSlot, Runtime, Sample};
+    use verifine_runtime::{PluginSetting, Runtime, Sample};
     use verifine_serve::pool::Observation;
     let dir = scratch_dir("serve-saturated-watch");
     let mut swap = options("math-answer", &dir).swap;
     swap.gate.shadow_steps = 100_000;
     let runtime = Runtime::new(Limits::default()).unwrap();
-    let rubric = PluginSlot::new("math-answer");
+    let rubric = PluginSetting::new("math-answer");
     let (live, observer, swapper) =
         verifine_serve::live::start(runtime, &rubric, None, &dir, swap).unwrap();
     let swapping = std::thread::spawn(move || swapper.run());

@@ -1,5 +1,5 @@
 //! The vocabulary every verifine layer shares, and nothing heavy: which
-//! plugin a setting names ([`PluginSpec`], [`PluginSlot`]), which revision
+//! plugin a setting names ([`PluginSpec`], [`PluginSetting`]), which revision
 //! produced a result ([`Provenance`]), the seeded generator behind every
 //! reproducible draw ([`SplitMix64`]), files that are never left half
 //! written ([`files`]), repeated ids in files of any size ([`SeenIds`]), untrusted text made safe
@@ -18,7 +18,7 @@ pub mod seen_ids;
 pub mod text;
 
 pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
-pub use plugin::{NATIVE_PREFIX, PluginSlot, PluginSpec, Provenance, sha256_hex};
+pub use plugin::{NATIVE_PREFIX, PluginSetting, PluginSpec, Provenance, sha256_hex};
 pub use rng::{SplitMix64, os_random_u64};
 pub use seen_ids::{IdHasher, Repeat, SeenIds};
 

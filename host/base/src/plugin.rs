@@ -104,7 +104,7 @@ impl<'de> Deserialize<'de> for PluginSpec {
 /// A plugin setting: which plugin, and its own config table.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct PluginSlot {
+pub struct PluginSetting {
     /// The plugin.
     pub plugin: PluginSpec,
     /// The plugin's own table, handed to it as JSON (empty when absent).
@@ -112,10 +112,10 @@ pub struct PluginSlot {
     pub config: toml::Table,
 }
 
-impl PluginSlot {
-    /// A slot for `plugin` with an empty config table.
+impl PluginSetting {
+    /// A setting of `plugin` with an empty config table.
     pub fn new(plugin: impl Into<PluginSpec>) -> Self {
-        PluginSlot {
+        PluginSetting {
             plugin: plugin.into(),
             config: toml::Table::new(),
         }

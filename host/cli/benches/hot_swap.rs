@@ -14,7 +14,7 @@ use verifine_hotswap::gate::GateConfig;
 use verifine_hotswap::inbox::{self, Action};
 use verifine_hotswap::live::LiveReward;
 use verifine_hotswap::revision::Origin;
-use verifine_runtime::{Limits, PluginSlot, Runtime, spec_bytes};
+use verifine_runtime::{Limits, PluginSetting, Runtime, spec_bytes};
 use verifine_train::task::TaskConfig;
 
 const VARIANTS: usize = 30;
@@ -44,7 +44,7 @@ fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&run)?;
     std::fs::write(run.join("config.toml"), "")?;
     let cases = generated_canary(0, 90, &TaskConfig::default());
-    let slot = PluginSlot::new("math-answer");
+    let slot = PluginSetting::new("math-answer");
     let runtime = Runtime::new(Limits::default())?;
     let mut live = LiveReward::new(
         Runtime::new(Limits::default())?,

@@ -17,7 +17,7 @@ use verifine_base::{FileError, Provenance, sha256_hex, write_atomically};
 use verifine_hotswap::Slot;
 use verifine_hotswap::events::{Event, EventKind, append};
 use verifine_hotswap::gate::{Gate, GateConfig, Submission};
-use verifine_hotswap::revision::{Origin, Revision, RevisionRecord, RevisionSlot};
+use verifine_hotswap::revision::{Origin, Revision, RevisionHistory, RevisionRecord};
 use verifine_runtime::{Plugin, PluginKind};
 
 /// The component a revision runs when it is not the configured one.
@@ -112,7 +112,7 @@ impl Judge {
         origin: Origin,
     ) -> Result<HandedIn> {
         let live_plugin = self.plugins(live)?;
-        let slot = RevisionSlot::new(
+        let slot = RevisionHistory::new(
             Revision::new(live_plugin.rubric.clone(), self.record(live)?.origin),
             1,
         );

@@ -11,7 +11,7 @@ use crate::error::{EvolveError, Result};
 use crate::membership::MembershipConfig;
 use crate::queries::QueryConfig;
 use serde::{Deserialize, Serialize};
-use verifine_base::PluginSlot;
+use verifine_base::PluginSetting;
 use verifine_runtime::Limits;
 use verifine_train::TrainConfig;
 
@@ -94,13 +94,13 @@ pub struct EvolveConfig {
     /// The training config of the base and the rounds.
     pub train: TrainConfig,
     /// The reference-free judge and its initial rules (`config` = revision 0).
-    pub judge: PluginSlot,
+    pub judge: PluginSetting,
     /// The fixed reference-based evaluator (RB): the progress measure.
-    pub evaluator: PluginSlot,
+    pub evaluator: PluginSetting,
     /// The curriculum plugin.
-    pub curriculum: PluginSlot,
+    pub curriculum: PluginSetting,
     /// The trigger plugin (reads the monitor history).
-    pub trigger: PluginSlot,
+    pub trigger: PluginSetting,
     /// The query set's sizes.
     pub queries: QueryConfig,
     /// The simulated annotator.
@@ -139,10 +139,10 @@ impl Default for EvolveConfig {
             threads: 2,
             labeller: Labeller::Simulated,
             train: TrainConfig::default(),
-            judge: PluginSlot::new("worked-steps"),
-            evaluator: PluginSlot::new("math-answer"),
-            curriculum: PluginSlot::new("weakness-curriculum"),
-            trigger: PluginSlot::new("plateau-trigger"),
+            judge: PluginSetting::new("worked-steps"),
+            evaluator: PluginSetting::new("math-answer"),
+            curriculum: PluginSetting::new("weakness-curriculum"),
+            trigger: PluginSetting::new("plateau-trigger"),
             queries: QueryConfig::default(),
             annotator: AnnotatorConfig::default(),
             membership: MembershipConfig::default(),

@@ -38,5 +38,5 @@ pub mod select;
 
 pub use config::EvolveConfig;
 pub use error::{EvolveError, Result};
-pub use report::Summary;
+pub use report::EvolveSummary;
 pub use run::{EvolveProgress, open, resume, start};

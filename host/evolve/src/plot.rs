@@ -3,7 +3,7 @@
 //! `seeds.png`: RB per row across seeds.
 
 use crate::error::{EvolveError, Result};
-use crate::report::Summary;
+use crate::report::EvolveSummary;
 use crate::seeds::SeedReport;
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
@@ -12,7 +12,7 @@ use std::path::Path;
 use verifine_train::plot::bundled_font;
 
 /// Draws the plot into `path` through a temporary file and a rename.
-pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
+pub fn draw(summary: &EvolveSummary, path: &Path) -> Result<()> {
     let font = bundled_font();
     render(path, (900, 620), |root| {
         let (top, bottom) = root.split_vertically(340);

@@ -1,6 +1,6 @@
 //! The report's reading: the figures against the loop's aims, in words.
 
-use crate::report::{Row, Summary};
+use crate::report::{EvolveSummary, Row};
 use std::fmt::Write as _;
 
 /// What the figures show against the loop's aims, in words: whether RB
@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 /// clears the base's and the initial-judge rounds', and whether agreement
 /// with the frozen test labels rises at every revision. Failures are named
 /// with their figures, not hidden.
-pub(crate) fn reading(summary: &Summary) -> String {
+pub(crate) fn reading(summary: &EvolveSummary) -> String {
     let mut out = String::from("\n## Reading\n\n");
     let revised: Vec<&Row> = summary
         .rows
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn the_reading_names_every_shortfall_with_its_figures() {
-        let summary = Summary {
+        let summary = EvolveSummary {
             rows: vec![
                 row("base", 0.5, 0.04),
                 row("random-initial", 0.62, 0.04),
@@ -143,7 +143,7 @@ mod tests {
         assert!(!text.contains("base (upper"), "{text}");
         assert!(text.contains("falls at r1 0.850 → r2 0.840"), "{text}");
 
-        let good = Summary {
+        let good = EvolveSummary {
             rows: vec![
                 row("base", 0.5, 0.04),
                 row("R1", 0.6, 0.04),

@@ -83,7 +83,7 @@ pub struct JudgeRow {
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
+pub struct EvolveSummary {
     /// The table, in order.
     pub rows: Vec<Row>,
     /// Judge alignment per revision, oldest first.
@@ -93,7 +93,7 @@ pub struct Summary {
 }
 
 /// Reads a finished run's summary.
-pub fn read(dir: &Path) -> Result<Summary> {
+pub fn read(dir: &Path) -> Result<EvolveSummary> {
     let path = dir.join("summary.json");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| verifine_base::FileError::io("reading", &path, e))?;
@@ -116,7 +116,7 @@ pub(crate) fn write(run: &Evolve) -> Result<()> {
     crate::plot::draw(&summary, &run.dir.join("plot.png"))
 }
 
-fn summarize(run: &Evolve) -> Result<Summary> {
+fn summarize(run: &Evolve) -> Result<EvolveSummary> {
     let resamples = run.config.bootstrap;
     let seed = run.config.train.seed;
     let interval = |values: &[f64]| {
@@ -224,10 +224,10 @@ fn summarize(run: &Evolve) -> Result<Summary> {
         });
     }
     let loops = read_optional(&run.judge_dir().join("loops.jsonl"))?;
-    Ok(Summary { rows, judge, loops })
+    Ok(EvolveSummary { rows, judge, loops })
 }
 
-fn markdown(summary: &Summary) -> String {
+fn markdown(summary: &EvolveSummary) -> String {
     let mut out = String::from("# verifine evolve\n\n");
     out.push_str("Held-out policy test set. RB: the fixed reference-based evaluator; RF: the final judge revision; \
                   accuracy: correct final answers; valid but ungrounded: wrong answers whose steps all compute \

@@ -317,7 +317,7 @@ impl Evolve {
     /// A training host whose progress goes to the loop's callback.
     fn host(
         &self,
-        reward: Box<dyn verifine_train::hooks::LiveReward>,
+        reward: Box<dyn verifine_train::hooks::HookedReward>,
         prompts: Option<PromptPool>,
         evaluator: Option<Box<dyn verifine_train::hooks::RewardFunction>>,
         total: usize,

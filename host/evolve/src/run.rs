@@ -17,7 +17,7 @@ use crate::curriculum::PoolDecision;
 use crate::error::{EvolveError, Result};
 use crate::judge::{Judge, JudgeRevision};
 use crate::kept::KeptPolicy;
-use crate::report::Summary;
+use crate::report::EvolveSummary;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -175,7 +175,7 @@ pub fn start(
     config: EvolveConfig,
     dir: &Path,
     progress: Box<dyn FnMut(EvolveProgress)>,
-) -> Result<Summary> {
+) -> Result<EvolveSummary> {
     config.validate()?;
     if dir.join("state.json").exists() {
         return Err(EvolveError::Invalid(format!(
@@ -213,7 +213,7 @@ pub fn start(
 }
 
 /// Continues the run in `dir` after the last finished task.
-pub fn resume(dir: &Path, progress: Box<dyn FnMut(EvolveProgress)>) -> Result<Summary> {
+pub fn resume(dir: &Path, progress: Box<dyn FnMut(EvolveProgress)>) -> Result<EvolveSummary> {
     open(dir, progress)?.execute()
 }
 
@@ -243,7 +243,7 @@ impl Evolve {
             let judges = verifine_judge::Judges::new(&verifine_judge::JudgesConfig::load(path)?)?;
             runtime = runtime.with_judges(std::sync::Arc::new(judges));
         }
-        let evaluator = RewardPlugins::from_slots(&runtime, &config.evaluator, None)?;
+        let evaluator = RewardPlugins::from_settings(&runtime, &config.evaluator, None)?;
         let curriculum =
             runtime.load_kind(config.curriculum.plugin.clone(), PluginKind::Curriculum)?;
         let trigger = runtime.load_kind(config.trigger.plugin.clone(), PluginKind::Trigger)?;
@@ -266,7 +266,7 @@ impl Evolve {
         })
     }
 
-    fn execute(&mut self) -> Result<Summary> {
+    fn execute(&mut self) -> Result<EvolveSummary> {
         let tasks = plan(&self.config);
         for (index, task) in tasks.iter().enumerate() {
             if let Some(done) = self.state.done.get(index) {

@@ -10,7 +10,7 @@
 
 use crate::config::EvolveConfig;
 use crate::error::{EvolveError, Result};
-use crate::report::Summary;
+use crate::report::EvolveSummary;
 use crate::run::EvolveProgress;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -67,7 +67,7 @@ pub struct SeedRun {
     /// The `[train] seed` it ran with.
     pub seed: u64,
     /// Its `summary.json`.
-    pub summary: Summary,
+    pub summary: EvolveSummary,
 }
 
 /// A row of the table across seeds.

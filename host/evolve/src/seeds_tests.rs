@@ -5,8 +5,8 @@ use super::*;
 use crate::report::{JudgeRow, Row};
 
 /// A summary whose rows have these RB values and whose judge these Pearsons.
-fn summary(rows: &[(&str, f64)], pearson: &[f64]) -> Summary {
-    Summary {
+fn summary(rows: &[(&str, f64)], pearson: &[f64]) -> EvolveSummary {
+    EvolveSummary {
         rows: rows
             .iter()
             .map(|&(name, rb)| Row {

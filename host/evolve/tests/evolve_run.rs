@@ -252,7 +252,10 @@ fn in_sft_membership_mode_rounds_train_only_on_what_the_judge_keeps() {
 fn with_agent(
     name: &str,
     body: &str,
-) -> (PathBuf, verifine_evolve::Result<verifine_evolve::Summary>) {
+) -> (
+    PathBuf,
+    verifine_evolve::Result<verifine_evolve::EvolveSummary>,
+) {
     use std::os::unix::fs::PermissionsExt;
     let mut config = tiny(100);
     config.calibration.review_window = 0;

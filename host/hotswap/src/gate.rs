@@ -4,7 +4,7 @@
 //! (c) on the run's canary set (labelled cases), its agreement with the labels
 //!     is not worse than the live revision's by more than the margin.
 
-use super::revision::{Origin, Revision, RevisionSlot};
+use super::revision::{Origin, Revision, RevisionHistory};
 use super::shadow::leniency;
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
@@ -116,7 +116,7 @@ impl Gate {
     pub fn check(
         &self,
         runtime: &Runtime,
-        slot: &RevisionSlot,
+        slot: &RevisionHistory,
         other: &Arc<Plugin>,
         candidate: &Submission,
         step: usize,
@@ -142,7 +142,7 @@ impl Gate {
     fn checks(
         &self,
         runtime: &Runtime,
-        slot: &RevisionSlot,
+        slot: &RevisionHistory,
         other: &Arc<Plugin>,
         candidate: &Submission,
         step: usize,

@@ -26,5 +26,5 @@ pub mod slot;
 pub use config::HotSwapConfig;
 pub use error::HotswapError;
 pub use events::{Event, EventKind};
-pub use revision::{Origin, Revision, RevisionRecord, RevisionSlot};
+pub use revision::{Origin, Revision, RevisionHistory, RevisionRecord};
 pub use slot::Slot;

@@ -90,23 +90,24 @@ pub struct RevisionRecord {
     pub loaded_at: u64,
 }
 
-/// A slot of a run (for instance the reward rubric): the live revision and
-/// the previous ones, newest first, for rollback.
+/// The revisions of one [`crate::Slot`] of a run (for instance the reward
+/// rubric): the live revision and the previous ones, newest first, for
+/// rollback.
 ///
-/// Readers take a snapshot ([`RevisionSlot::live`]) and keep using it: a swap
-/// replaces the slot's pointer, never a revision a call already holds.
-pub struct RevisionSlot {
+/// Readers take a snapshot ([`RevisionHistory::live`]) and keep using it: a swap
+/// replaces the history's pointer, never a revision a call already holds.
+pub struct RevisionHistory {
     kind: PluginKind,
     live: RwLock<Arc<Revision>>,
     previous: RwLock<VecDeque<Arc<Revision>>>,
     keep: usize,
 }
 
-impl RevisionSlot {
-    /// A slot whose first live revision is `initial`; `keep` previous
+impl RevisionHistory {
+    /// A history whose first live revision is `initial`; `keep` previous
     /// revisions stay available for rollback.
     pub fn new(initial: Revision, keep: usize) -> Self {
-        RevisionSlot {
+        RevisionHistory {
             kind: initial.plugin.kind(),
             live: RwLock::new(Arc::new(initial)),
             previous: RwLock::new(VecDeque::new()),
@@ -121,14 +122,17 @@ impl RevisionSlot {
 
     /// A snapshot of the live revision.
     pub fn live(&self) -> Arc<Revision> {
-        self.live.read().expect("slot lock poisoned").clone()
+        self.live
+            .read()
+            .expect("revision history lock poisoned")
+            .clone()
     }
 
     /// The previous revisions, newest first.
     pub fn previous(&self) -> Vec<Arc<Revision>> {
         self.previous
             .read()
-            .expect("slot lock poisoned")
+            .expect("revision history lock poisoned")
             .iter()
             .cloned()
             .collect()
@@ -142,8 +146,11 @@ impl RevisionSlot {
                 slot: self.kind,
             });
         }
-        let mut live = self.live.write().expect("slot lock poisoned");
-        let mut previous = self.previous.write().expect("slot lock poisoned");
+        let mut live = self.live.write().expect("revision history lock poisoned");
+        let mut previous = self
+            .previous
+            .write()
+            .expect("revision history lock poisoned");
         let old = std::mem::replace(&mut *live, Arc::new(revision));
         previous.push_front(old);
         previous.truncate(self.keep);
@@ -152,8 +159,11 @@ impl RevisionSlot {
 
     /// Restores the newest previous revision and returns it.
     pub fn rollback(&self) -> Result<Arc<Revision>> {
-        let mut live = self.live.write().expect("slot lock poisoned");
-        let mut previous = self.previous.write().expect("slot lock poisoned");
+        let mut live = self.live.write().expect("revision history lock poisoned");
+        let mut previous = self
+            .previous
+            .write()
+            .expect("revision history lock poisoned");
         let Some(restored) = previous.pop_front() else {
             return Err(HotswapError::NothingToRollBack {
                 live: format!(
@@ -168,8 +178,11 @@ impl RevisionSlot {
 
     /// Replaces the whole history (resume from a checkpoint).
     pub fn restore(&self, live: Revision, previous: Vec<Revision>) {
-        *self.live.write().expect("slot lock poisoned") = Arc::new(live);
-        *self.previous.write().expect("slot lock poisoned") =
+        *self.live.write().expect("revision history lock poisoned") = Arc::new(live);
+        *self
+            .previous
+            .write()
+            .expect("revision history lock poisoned") =
             previous.into_iter().map(Arc::new).take(self.keep).collect();
     }
 }

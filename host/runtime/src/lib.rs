@@ -57,4 +57,4 @@ pub use metadata::{HOST_API_VERSION, PluginKind, PluginMetadata};
 #[cfg(feature = "native")]
 pub use native::NativePlugin;
 pub use plugin::{Limits, Plugin, Runtime, spec_bytes};
-pub use verifine_base::{PluginSlot, PluginSpec, Provenance};
+pub use verifine_base::{PluginSetting, PluginSpec, Provenance};

@@ -12,7 +12,7 @@ use crate::{
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use verifine_base::{PluginSlot, PluginSpec};
+use verifine_base::{PluginSetting, PluginSpec};
 
 /// The aggregator used when none is named.
 pub const DEFAULT_AGGREGATOR: &str = "weighted-sum";
@@ -56,17 +56,17 @@ impl RewardPlugins {
     }
 
     /// Loads the plugins named by config slots.
-    pub fn from_slots(
+    pub fn from_settings(
         runtime: &Runtime,
-        rubric: &PluginSlot,
-        aggregator: Option<&PluginSlot>,
+        rubric: &PluginSetting,
+        aggregator: Option<&PluginSetting>,
     ) -> Result<Self> {
         RewardPlugins::load(
             runtime,
             &rubric.plugin,
             &rubric.config_json(),
             aggregator.map(|a| a.plugin.clone()),
-            &aggregator.map_or(serde_json::json!({}), PluginSlot::config_json),
+            &aggregator.map_or(serde_json::json!({}), PluginSetting::config_json),
         )
     }
 

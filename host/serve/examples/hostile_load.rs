@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use verifine_runtime::{Limits, PluginSlot, Runtime};
+use verifine_runtime::{Limits, PluginSetting, Runtime};
 use verifine_serve::{FailurePolicy, RequestLimits, ServeOptions, Server, SwapOptions};
 
 /// The server's peak resident memory may not pass this (512 MiB): the
@@ -68,7 +68,7 @@ fn main() {
 fn serve() {
     let dir = std::env::temp_dir().join(format!("verifine-hostile-load-{}", std::process::id()));
     let options = ServeOptions {
-        rubric: PluginSlot::new("math-answer"),
+        rubric: PluginSetting::new("math-answer"),
         aggregator: None,
         dir,
         address: "127.0.0.1:0".parse().unwrap(),

@@ -9,7 +9,7 @@ use crate::server::{ServeOptions, Server};
 use axum::body::to_bytes;
 use std::time::Duration;
 use tower::ServiceExt as _;
-use verifine_runtime::{Limits, PluginSlot, Runtime};
+use verifine_runtime::{Limits, PluginSetting, Runtime};
 
 /// The app of a server on loopback, with `token` and `limits`, and the
 /// `Host` that names it.
@@ -17,7 +17,7 @@ fn app(name: &str, token: Option<&str>, limits: RequestLimits) -> (Arc<App>, Str
     let dir = std::env::temp_dir().join(format!("verifine-oneshot-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let options = ServeOptions {
-        rubric: PluginSlot::new("math-answer"),
+        rubric: PluginSetting::new("math-answer"),
         aggregator: None,
         dir,
         address: "127.0.0.1:0".parse().unwrap(),

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use verifine_hotswap::gate::{CanaryCase, GateConfig};
 use verifine_hotswap::live::{LiveReward, LiveState};
-use verifine_runtime::{PluginSlot, Runtime};
+use verifine_runtime::{PluginSetting, Runtime};
 
 /// The file in the serve directory that records the live revisions, so a
 /// restarted server serves what was live when it stopped.
@@ -81,8 +81,8 @@ pub struct Swapper {
 /// the scoring pool reports to, and the swap loop to run on its own thread.
 pub fn start(
     runtime: Runtime,
-    rubric: &PluginSlot,
-    aggregator: Option<&PluginSlot>,
+    rubric: &PluginSetting,
+    aggregator: Option<&PluginSetting>,
     dir: &Path,
     options: SwapOptions,
 ) -> Result<(Arc<Live>, Observer, Swapper)> {
@@ -238,7 +238,7 @@ impl Swapper {
     }
 }
 
-fn configured_specs(rubric: &PluginSlot, aggregator: Option<&PluginSlot>) -> String {
+fn configured_specs(rubric: &PluginSetting, aggregator: Option<&PluginSetting>) -> String {
     format!(
         "rubric={} aggregator={}",
         rubric.plugin,
@@ -251,14 +251,14 @@ fn configured_specs(rubric: &PluginSlot, aggregator: Option<&PluginSlot>) -> Str
 /// directory before handing it a request.
 fn write_config_record(
     dir: &Path,
-    rubric: &PluginSlot,
-    aggregator: Option<&PluginSlot>,
+    rubric: &PluginSetting,
+    aggregator: Option<&PluginSetting>,
 ) -> Result<()> {
     #[derive(serde::Serialize)]
     struct Record<'a> {
-        rubric: &'a PluginSlot,
+        rubric: &'a PluginSetting,
         #[serde(skip_serializing_if = "Option::is_none")]
-        aggregator: Option<&'a PluginSlot>,
+        aggregator: Option<&'a PluginSetting>,
     }
     let text = toml::to_string(&Record { rubric, aggregator })
         .map_err(|e| ServeError::Option(format!("recording the configured plugins: {e}")))?;

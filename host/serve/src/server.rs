@@ -16,15 +16,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use verifine_runtime::{PluginSlot, Runtime};
+use verifine_runtime::{PluginSetting, Runtime};
 
 /// Everything `verifine serve` is told.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// The rubric (built-in name, path, `native:PATH`) and its config table.
-    pub rubric: PluginSlot,
+    pub rubric: PluginSetting,
     /// The aggregator, when one is named.
-    pub aggregator: Option<PluginSlot>,
+    pub aggregator: Option<PluginSetting>,
     /// The serve directory: inbox, events, revisions, `live.json`.
     pub dir: PathBuf,
     /// Where to listen; only loopback without a token.

@@ -8,7 +8,7 @@ use super::task::TaskConfig;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use thiserror::Error;
-use verifine_base::PluginSlot;
+use verifine_base::PluginSetting;
 
 /// Model size (the vocabulary comes from the trained tokenizer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ pub struct SftConfig {
     pub noisy_target_share: f64,
     /// A curriculum plugin that keeps, drops or weights each SFT sample
     /// after the reward rubric judged its target; `None` keeps all.
-    pub curriculum: Option<PluginSlot>,
+    pub curriculum: Option<PluginSetting>,
     /// Held-out evaluation every this many SFT steps, with a monitor
     /// reading for the host's step hook (0 = only when SFT ends). For a
     /// host whose rounds are SFT (the judge decides membership) and whose
@@ -225,10 +225,10 @@ impl Default for SelfVerification {
 #[serde(deny_unknown_fields)]
 pub struct RewardConfig {
     /// The rubric slot (default: built-in `math-answer`).
-    pub rubric: PluginSlot,
+    pub rubric: PluginSetting,
     /// The aggregator slot (default: the rubric's own total).
     #[serde(default)]
-    pub aggregator: Option<PluginSlot>,
+    pub aggregator: Option<PluginSetting>,
     /// The rewards training accepts, `[low, high]` (default `[-1, 1]`): a
     /// total outside it (or not finite) counts as a failed reward under
     /// `grpo.on_reward_failure`, so a plugin answering 1e300 cannot blow up
@@ -252,7 +252,7 @@ impl RewardConfig {
 impl Default for RewardConfig {
     fn default() -> Self {
         RewardConfig {
-            rubric: PluginSlot::new("math-answer"),
+            rubric: PluginSetting::new("math-answer"),
             aggregator: None,
             range: default_reward_range(),
         }

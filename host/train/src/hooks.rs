@@ -118,9 +118,9 @@ pub trait StepHook {
 
 /// A reward function that is also the run's step-boundary hook (the host's
 /// live reward: the revisions that score are the ones the hook swaps).
-pub trait LiveReward: RewardFunction + StepHook {}
+pub trait HookedReward: RewardFunction + StepHook {}
 
-impl<T: RewardFunction + StepHook> LiveReward for T {}
+impl<T: RewardFunction + StepHook> HookedReward for T {}
 
 /// A fixed reward function never changes at a boundary.
 #[derive(Debug)]
@@ -214,7 +214,7 @@ pub enum Progress {
 /// What the host supplies to a run.
 pub struct Host {
     /// Rewards, and the step-boundary hook.
-    pub reward: Box<dyn LiveReward>,
+    pub reward: Box<dyn HookedReward>,
     /// GRPO prompts drawn by weight; `None` draws uniformly from the
     /// generated training problems. Checkpoints record its fingerprint and
     /// a resume with another pool is refused.

@@ -33,4 +33,6 @@ pub mod tokenizer;
 pub use config::TrainConfig;
 pub use error::TrainError;
 pub use policy::Policy;
-pub use run::{HeldoutAnswer, Summary, checkpointed_config, ensure_new_run_dir, resume, train};
+pub use run::{
+    HeldoutAnswer, TrainSummary, checkpointed_config, ensure_new_run_dir, resume, train,
+};

@@ -119,7 +119,7 @@ fn answers(dir: &Path) -> Vec<HeldoutAnswer> {
 }
 
 /// An SFT-only run: the base later runs start from.
-fn base_run(dir: &Path) -> verifine_train::Summary {
+fn base_run(dir: &Path) -> verifine_train::TrainSummary {
     let config = TrainConfig {
         grpo: GrpoPhase {
             steps: 0,

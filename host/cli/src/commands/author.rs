@@ -15,7 +15,7 @@ use verifine_runtime::rows::{read_labelled, read_samples};
 use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::stats::label_agreement;
 use verifine_runtime::{PluginKind, PluginMetadata, Runtime, spec_bytes};
-use verifine_runtime::{PluginSlot, PluginSpec};
+use verifine_runtime::{PluginSetting, PluginSpec};
 
 pub use super::sdk::SdkSource;
 
@@ -182,7 +182,7 @@ pub fn diff(
 ) -> Result<Diff> {
     let samples = read_samples(input)?;
     let totals = |spec: PluginSpec| -> Result<Vec<Option<f64>>> {
-        let function = RewardPlugins::from_slots(runtime, &PluginSlot::new(spec), None)?;
+        let function = RewardPlugins::from_settings(runtime, &PluginSetting::new(spec), None)?;
         Ok(function
             .scorer()?
             .score_batch(0, 0, &samples)

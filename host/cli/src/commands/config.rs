@@ -26,7 +26,7 @@ use verifine_base::PluginSpec;
 use verifine_judge::{Judges, JudgesConfig};
 use verifine_runtime::{Limits, Runtime};
 
-pub use verifine_runtime::PluginSlot;
+pub use verifine_runtime::PluginSetting;
 
 /// Batching and parallelism of `verifine score`.
 #[derive(Debug, Clone, Deserialize)]
@@ -56,9 +56,9 @@ impl Default for ScoringOptions {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ScoreConfig {
     /// `[rubric]`; `--rubric` replaces its plugin but keeps its config.
-    pub rubric: Option<PluginSlot>,
+    pub rubric: Option<PluginSetting>,
     /// `[aggregator]`; when set, it decides every total, not only missing ones.
-    pub aggregator: Option<PluginSlot>,
+    pub aggregator: Option<PluginSetting>,
     /// `[limits]`: sandbox limits of every plugin instance.
     #[serde(default)]
     pub limits: Limits,
@@ -81,13 +81,13 @@ impl ScoreConfig {
         &self,
         rubric: Option<&PluginSpec>,
         aggregator: Option<&PluginSpec>,
-    ) -> Result<(PluginSlot, Option<PluginSlot>)> {
-        let choose = |flag: Option<&PluginSpec>, slot: Option<&PluginSlot>| match (flag, slot) {
-            (Some(plugin), Some(slot)) => Some(PluginSlot {
+    ) -> Result<(PluginSetting, Option<PluginSetting>)> {
+        let choose = |flag: Option<&PluginSpec>, slot: Option<&PluginSetting>| match (flag, slot) {
+            (Some(plugin), Some(slot)) => Some(PluginSetting {
                 plugin: plugin.clone(),
                 ..slot.clone()
             }),
-            (Some(plugin), None) => Some(PluginSlot::new(plugin.clone())),
+            (Some(plugin), None) => Some(PluginSetting::new(plugin.clone())),
             (None, slot) => slot.cloned(),
         };
         let rubric = choose(rubric, self.rubric.as_ref())

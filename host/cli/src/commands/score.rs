@@ -168,7 +168,7 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
     let input =
         File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
     let (runtime, judges) = config.runtime(args.judges.as_deref(), args.allow_native)?;
-    let pool = ScorerPool::new(RewardPlugins::from_slots(
+    let pool = ScorerPool::new(RewardPlugins::from_settings(
         &runtime,
         &rubric,
         aggregator.as_ref(),

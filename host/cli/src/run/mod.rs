@@ -14,10 +14,10 @@ use verifine_hotswap::live::LiveReward;
 use verifine_runtime::Sample;
 use verifine_train::hooks::{Host, Progress};
 use verifine_train::task::TaskConfig;
-use verifine_train::{Summary, TrainConfig};
+use verifine_train::{TrainConfig, TrainSummary};
 
 /// Starts a run into `run_dir`, silently (see [`train_with_progress`]).
-pub fn train(config: &RunConfig, run_dir: &Path) -> Result<Summary> {
+pub fn train(config: &RunConfig, run_dir: &Path) -> Result<TrainSummary> {
     train_with_progress(config, run_dir, Box::new(|_| {}))
 }
 
@@ -27,7 +27,7 @@ pub fn train_with_progress(
     config: &RunConfig,
     run_dir: &Path,
     progress: Box<dyn FnMut(Progress)>,
-) -> Result<Summary> {
+) -> Result<TrainSummary> {
     config.training.validate()?;
     verifine_train::ensure_new_run_dir(run_dir)?;
     std::fs::create_dir_all(run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
@@ -41,14 +41,17 @@ pub fn train_with_progress(
 }
 
 /// Continues the run in `run_dir` from its newest checkpoint, silently.
-pub fn resume(run_dir: &Path) -> Result<Summary> {
+pub fn resume(run_dir: &Path) -> Result<TrainSummary> {
     resume_with_progress(run_dir, Box::new(|_| {}))
 }
 
 /// Continues the run in `run_dir` from its newest checkpoint, with its own
 /// config: the host's tables from `config.toml`, training's from the
 /// checkpoint.
-pub fn resume_with_progress(run_dir: &Path, progress: Box<dyn FnMut(Progress)>) -> Result<Summary> {
+pub fn resume_with_progress(
+    run_dir: &Path,
+    progress: Box<dyn FnMut(Progress)>,
+) -> Result<TrainSummary> {
     let training = verifine_train::checkpointed_config(run_dir)?;
     let config = RunConfig {
         training,

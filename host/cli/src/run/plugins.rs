@@ -10,7 +10,7 @@ use verifine_evolve::reward::{answer_sample, reward_of};
 use verifine_hotswap::live::{LiveReward, LiveState, SwapOutcome};
 use verifine_judge::{Judges, Ledger};
 use verifine_runtime::{
-    Candidate, Context, Plugin, PluginInstance, PluginKind, PluginSlot, Provenance, Runtime,
+    Candidate, Context, Plugin, PluginInstance, PluginKind, PluginSetting, Provenance, Runtime,
     Sample, Selection,
 };
 use verifine_train::hooks::{
@@ -157,7 +157,7 @@ pub struct PluginCurriculum {
 
 impl PluginCurriculum {
     /// Loads the curriculum `slot` names.
-    pub fn load(runtime: &Runtime, slot: &PluginSlot) -> Result<Self> {
+    pub fn load(runtime: &Runtime, slot: &PluginSetting) -> Result<Self> {
         let plugin = runtime
             .load_kind(&slot.plugin, PluginKind::Curriculum)
             .with_context(|| format!("loading the SFT curriculum {}", slot.plugin))?;
@@ -207,7 +207,7 @@ impl SftCurriculum for PluginCurriculum {
 /// The loaded curriculum a run's config names, if any.
 pub fn curriculum(
     runtime: &Runtime,
-    slot: Option<&PluginSlot>,
+    slot: Option<&PluginSetting>,
 ) -> Result<Option<PluginCurriculum>> {
     slot.map(|slot| PluginCurriculum::load(runtime, slot))
         .transpose()

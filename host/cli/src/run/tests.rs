@@ -1,7 +1,7 @@
 //! Tiny runs end to end: outputs, resume, self-verification, curriculum, bf16.
 use super::*;
 use std::path::PathBuf;
-use verifine_runtime::PluginSlot;
+use verifine_runtime::PluginSetting;
 use verifine_train::config::{CheckpointConfig, GrpoPhase, ModelSize, SelfVerification, SftConfig};
 use verifine_train::grpo::GrpoConfig;
 use verifine_train::metrics_log;
@@ -175,7 +175,7 @@ fn the_sft_curriculum_drops_exactly_the_targets_the_judge_fails() {
     let dir = scratch("curriculum");
     let mut config = tiny_config();
     config.training.sft.noisy_target_share = 0.3;
-    config.training.sft.curriculum = Some(PluginSlot::new("weakness-curriculum"));
+    config.training.sft.curriculum = Some(PluginSetting::new("weakness-curriculum"));
     let summary = train(&config, &dir).unwrap();
     let items: Vec<verifine_train::sft_data::SftItem> =
         verifine_base::files::read_jsonl(&dir.join("sft_selection.jsonl")).unwrap();

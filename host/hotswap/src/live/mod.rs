@@ -11,7 +11,7 @@ use super::agent::{self, AgentConfig};
 use super::events::{self, Event, EventKind};
 use super::gate::{CanaryCase, Gate, GateConfig, Submission};
 use super::inbox::{self, Action, Request};
-use super::revision::{Origin, Revision, RevisionSlot};
+use super::revision::{Origin, Revision, RevisionHistory};
 use super::shadow::Shadow;
 use super::slot::Slot;
 use crate::error::{HotswapError, Result};
@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use verifine_runtime::scoring::{DEFAULT_AGGREGATOR, RewardPlugins, ScoredSample, Scorer};
-use verifine_runtime::{Plugin, PluginSlot, PluginSpec, Provenance, Runtime, Sample, spec_bytes};
+use verifine_runtime::{
+    Plugin, PluginSetting, PluginSpec, Provenance, Runtime, Sample, spec_bytes,
+};
 
 /// What one swap point did.
 #[derive(Debug, Default)]
@@ -57,8 +59,8 @@ impl SwapOutcome {
 pub struct LiveReward {
     runtime: Runtime,
     template: RewardPlugins,
-    rubric: RevisionSlot,
-    aggregator: RevisionSlot,
+    rubric: RevisionHistory,
+    aggregator: RevisionHistory,
     gate: Gate,
     scorer: Scorer,
     run_dir: PathBuf,
@@ -71,14 +73,14 @@ impl LiveReward {
     /// their bytes under `run_dir/revisions/`.
     pub fn new(
         runtime: Runtime,
-        rubric: &PluginSlot,
-        aggregator: Option<&PluginSlot>,
+        rubric: &PluginSetting,
+        aggregator: Option<&PluginSetting>,
         run_dir: &Path,
         keep: usize,
         gate: GateConfig,
         canary: Vec<CanaryCase>,
     ) -> Result<Self> {
-        let template = RewardPlugins::from_slots(&runtime, rubric, aggregator)?;
+        let template = RewardPlugins::from_settings(&runtime, rubric, aggregator)?;
         let aggregator_spec =
             aggregator.map_or(PluginSpec::from(DEFAULT_AGGREGATOR), |a| a.plugin.clone());
         // The template's plugins are the first revisions; their bytes are
@@ -97,8 +99,8 @@ impl LiveReward {
         let scorer = template.scorer()?;
         Ok(LiveReward {
             gate: Gate::new(gate, canary, template.clone()),
-            rubric: RevisionSlot::new(rubric_revision, keep),
-            aggregator: RevisionSlot::new(aggregator_revision, keep),
+            rubric: RevisionHistory::new(rubric_revision, keep),
+            aggregator: RevisionHistory::new(aggregator_revision, keep),
             runtime,
             template,
             scorer,
@@ -156,7 +158,7 @@ impl LiveReward {
         ]
     }
 
-    fn slot(&self, slot: Slot) -> &RevisionSlot {
+    fn slot(&self, slot: Slot) -> &RevisionHistory {
         match slot {
             Slot::Rubric => &self.rubric,
             Slot::Aggregator => &self.aggregator,

@@ -5,7 +5,7 @@
 use super::LiveReward;
 use crate::error::{HotswapError, Result};
 use crate::events::{Event, EventKind};
-use crate::revision::{Revision, RevisionRecord, RevisionSlot};
+use crate::revision::{Revision, RevisionHistory, RevisionRecord};
 use crate::shadow::ShadowRecord;
 use crate::slot::Slot;
 use serde::{Deserialize, Serialize};
@@ -37,7 +37,7 @@ pub struct LiveState {
 impl LiveReward {
     /// The slots for a checkpoint.
     pub fn state(&self) -> LiveState {
-        let record = |slot: &RevisionSlot| SlotRecord {
+        let record = |slot: &RevisionHistory| SlotRecord {
             live: slot.live().record(),
             previous: slot.previous().iter().map(|r| r.record()).collect(),
         };

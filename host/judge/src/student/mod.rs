@@ -202,7 +202,10 @@ impl StudentBackend {
             .predict(&[(query.prompt, query.response)])
             .map_err(|e| e.to_string())?
             .remove(0);
-        let met: Vec<(bool, f64)> = columns.iter().map(|&c| (p[c] >= 0.5, p[c])).collect();
+        let met: Vec<(bool, f64)> = columns
+            .iter()
+            .map(|&c| (p[c] >= verifine_base::PASS_MARK, p[c]))
+            .collect();
         let (text, logprobs) = if request.choices.is_empty() {
             let list: Vec<bool> = met.iter().map(|(m, _)| *m).collect();
             (

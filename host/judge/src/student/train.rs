@@ -246,7 +246,7 @@ mod tests {
             let right = heldout
                 .iter()
                 .zip(&p)
-                .filter(|(x, p)| x.labels[c] == Some(p[c] >= 0.5))
+                .filter(|(x, p)| x.labels[c] == Some(p[c] >= verifine_base::PASS_MARK))
                 .count();
             assert!(right >= 38, "criterion {c}: {right} of 40 right");
         }

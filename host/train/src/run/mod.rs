@@ -35,7 +35,7 @@ mod setup;
 mod sft_step;
 
 pub use evaluation::{Evaluation, HeldoutAnswer};
-pub use report::Summary;
+pub use report::TrainSummary;
 
 use crate::checkpoint;
 use crate::config::TrainConfig;
@@ -122,7 +122,7 @@ pub fn train(
     saved_config: &str,
     run_dir: &Path,
     host: Host,
-) -> Result<Summary> {
+) -> Result<TrainSummary> {
     config.validate()?;
     ensure_new_run_dir(run_dir)?;
     std::fs::create_dir_all(run_dir).map_err(|e| TrainError::io("creating", run_dir, e))?;
@@ -145,7 +145,7 @@ pub fn ensure_new_run_dir(run_dir: &Path) -> Result<()> {
 }
 
 /// Continues the run in `run_dir` from its newest complete checkpoint.
-pub fn resume(run_dir: &Path, host: Host) -> Result<Summary> {
+pub fn resume(run_dir: &Path, host: Host) -> Result<TrainSummary> {
     let latest = latest_checkpoint(run_dir)?;
     let mut run = Run::restore(run_dir, &latest, host)?;
     run.execute()
@@ -200,7 +200,7 @@ struct Run {
 }
 
 impl Run {
-    fn execute(&mut self) -> Result<Summary> {
+    fn execute(&mut self) -> Result<TrainSummary> {
         let total = self.config.total_steps();
         (self.host.progress)(Progress::Started {
             total,

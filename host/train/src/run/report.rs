@@ -13,7 +13,7 @@ use verifine_base::{Provenance, write_atomically, write_jsonl};
 
 /// What `summary.json` holds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
+pub struct TrainSummary {
     /// Greedy held-out accuracy after SFT (before GRPO), pure run.
     pub heldout_accuracy_sft: f64,
     /// Greedy held-out accuracy at the end, pure run.
@@ -60,7 +60,7 @@ pub struct Summary {
 }
 
 impl Run {
-    pub(super) fn finish(&mut self) -> Result<Summary> {
+    pub(super) fn finish(&mut self) -> Result<TrainSummary> {
         // Evaluated at the last step boundary already, unless the run had no
         // GRPO step or resumed from its last checkpoint (then the same
         // greedy evaluation again, logged only if it was not yet).
@@ -89,7 +89,7 @@ impl Run {
             .ok_or_else(|| TrainError::Invalid("the run ended before SFT was evaluated".into()))?;
         let totals = &self.state.totals;
         let svr = self.config.self_verification.enabled;
-        let summary = Summary {
+        let summary = TrainSummary {
             heldout_accuracy_sft: sft.pr,
             heldout_accuracy_final: final_eval.pr,
             heldout_mean_reward_sft: sft.mean_reward,
@@ -124,7 +124,7 @@ impl Run {
     }
 }
 
-fn report(summary: &Summary, config: &TrainConfig) -> String {
+fn report(summary: &TrainSummary, config: &TrainConfig) -> String {
     let plugins: Vec<String> = summary
         .plugins
         .iter()

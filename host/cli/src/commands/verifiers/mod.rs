@@ -14,7 +14,7 @@ pub mod run;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use config::ScreenConfig;
-use report::{Summary, VerifierRow};
+use report::{ScreenSummary, VerifierRow};
 use std::path::PathBuf;
 use verifine_judge::screen::{self, Candidate};
 
@@ -56,7 +56,7 @@ pub fn run(args: VerifiersArgs) -> Result<()> {
 }
 
 /// Screens, writes the run directory and returns the summary.
-pub fn screen(args: &ScreenArgs) -> Result<Summary> {
+pub fn screen(args: &ScreenArgs) -> Result<ScreenSummary> {
     let config = ScreenConfig::load(&args.config)?;
     let slice = run::Slice::load(&config.slice, config.slice_format, config.max_tasks)?;
     let (runtime, judges) =
@@ -94,7 +94,7 @@ pub fn summarize(
     slice: &run::Slice,
     goldens: &[run::VerifierRun],
     candidates: &[run::VerifierRun],
-) -> Summary {
+) -> ScreenSummary {
     let tasks = slice.tasks();
     let golden_pairs: Vec<Vec<Option<bool>>> = goldens.iter().map(pairs).collect();
     let golden_refs: Vec<&[Option<bool>]> = golden_pairs.iter().map(Vec::as_slice).collect();
@@ -141,7 +141,7 @@ pub fn summarize(
     if let Some(post) = &config.post_training {
         report::post_training(&mut candidate_rows, post, golden_usd);
     }
-    Summary {
+    ScreenSummary {
         slice: config.slice.display().to_string(),
         tasks,
         pairs: majority.len(),

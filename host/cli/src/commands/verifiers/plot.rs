@@ -2,7 +2,7 @@
 //! with the golden majority; the candidates' Pareto frontier (no cheaper
 //! candidate is as accurate) as a line, the threshold as a dashed rule.
 
-use super::report::{Summary, VerifierRow};
+use super::report::{ScreenSummary, VerifierRow};
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use std::path::Path;
@@ -37,7 +37,7 @@ pub fn frontier(rows: &[VerifierRow]) -> Vec<(f64, f64)> {
 }
 
 /// Draws the plot into `path` through a temporary file and a rename.
-pub fn draw(summary: &Summary, path: &Path) -> Result<()> {
+pub fn draw(summary: &ScreenSummary, path: &Path) -> Result<()> {
     let e = |err: &dyn std::fmt::Display| anyhow!("drawing {}: {err}", path.display());
     let font = font();
     let all: Vec<&VerifierRow> = summary.candidates.iter().chain(&summary.goldens).collect();

@@ -11,7 +11,7 @@ use verifine_judge::screen::{self, Agreement};
 
 /// The whole screen.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
+pub struct ScreenSummary {
     /// The slice file.
     pub slice: String,
     /// Rows (tasks) in the slice.
@@ -237,7 +237,7 @@ pub fn post_training(candidates: &mut [VerifierRow], post: &PostTraining, golden
 }
 
 /// The command's one-line answer.
-pub fn one_line(summary: &Summary) -> String {
+pub fn one_line(summary: &ScreenSummary) -> String {
     format!(
         "{} tasks, {} pairs ({} with a golden majority); cost-reducing pick: {}; balanced pick: {}",
         summary.tasks,
@@ -249,7 +249,7 @@ pub fn one_line(summary: &Summary) -> String {
 }
 
 /// Writes `summary.json` and `report.md` into `dir`.
-pub fn write(summary: &Summary, dir: &Path) -> Result<()> {
+pub fn write(summary: &ScreenSummary, dir: &Path) -> Result<()> {
     let json = serde_json::to_vec_pretty(summary)?;
     verifine_base::write_atomically(&dir.join("summary.json"), |w| w.write_all(&json))?;
     let markdown = markdown(summary);
@@ -262,7 +262,7 @@ fn num(v: Option<f64>) -> String {
     v.map_or("-".to_string(), |v| format!("{:.3}", v + 0.0))
 }
 
-fn markdown(s: &Summary) -> String {
+fn markdown(s: &ScreenSummary) -> String {
     let mut out = format!(
         "# Verifier screen\n\nSlice `{}`: {} tasks, {} (response, criterion) pairs, {} with a \
          2-of-{} golden majority.\n\n",
