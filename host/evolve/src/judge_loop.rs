@@ -203,6 +203,13 @@ impl Evolve {
             round,
             &set,
             self.state.live.clone(),
+            self.state
+                .revisions
+                .iter()
+                .map(|r| r.number)
+                .max()
+                .unwrap_or(0)
+                + 1,
             &done,
             agent.as_mut(),
             &clarifications,

@@ -198,6 +198,8 @@ fn admitted() -> JudgeCode {
 
 #[test]
 fn refused_code_is_never_scored_later_rules_keep_the_live_code_and_a_replay_builds_nothing() {
+    // r0 is live again after r1–r3 (a round rated below the kept policy):
+    // what this loop accepts is numbered from 4, never reusing a number.
     let config = CalibrationConfig {
         review_window: 0,
         ..CalibrationConfig::default()
@@ -222,13 +224,14 @@ fn refused_code_is_never_scored_later_rules_keep_the_live_code_and_a_replay_buil
         1,
         &set(),
         initial.clone(),
+        4,
         &[],
         &mut Scripted(0),
         &[],
         Hooks {
             score: &mut score,
             admit: &mut |code, live| {
-                assert_eq!(live.number + 1, if code.bytes == [1] { 1 } else { 2 });
+                assert_eq!(live.number, if code.bytes == [1] { 0 } else { 4 });
                 Ok(match code.bytes[0] {
                     1 => HandedIn::Admitted(admitted()),
                     _ => HandedIn::Refused {
@@ -245,7 +248,7 @@ fn refused_code_is_never_scored_later_rules_keep_the_live_code_and_a_replay_buil
     )
     .unwrap();
     let revisions: Vec<Option<u32>> = log.iter().map(|e| e.revision).collect();
-    assert_eq!(revisions, [Some(1), None, Some(2)]);
+    assert_eq!(revisions, [Some(4), None, Some(5)]);
     assert!(
         log[1].decision.reason.contains("its code was refused")
             && log[1].decision.reason.contains("`correct` differs"),
@@ -259,7 +262,7 @@ fn refused_code_is_never_scored_later_rules_keep_the_live_code_and_a_replay_buil
         [(0, None), (1, a.clone()), (3, a.clone())],
         "the refused proposal was not scored; rules alone ran the live code"
     );
-    assert_eq!(outcome.live.number, 2);
+    assert_eq!(outcome.live.number, 5);
     assert_eq!(outcome.live.code, Some(admitted()));
     assert_eq!(log[2].code, None);
 
@@ -270,6 +273,7 @@ fn refused_code_is_never_scored_later_rules_keep_the_live_code_and_a_replay_buil
         1,
         &set(),
         initial,
+        4,
         &log,
         &mut Scripted(3),
         &[],

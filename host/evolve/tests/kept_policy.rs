@@ -53,6 +53,24 @@ fn rounds_continue_the_kept_policy_and_a_worse_round_is_not_carried_forward() {
     let trained_with: BTreeMap<String, u32> =
         serde_json::from_value(state["trained_with"].clone()).unwrap();
     let revision_of = |row: &str| if row == "base" { 0 } else { trained_with[row] };
+    // A revision accepted after an earlier one was made live again takes a
+    // number of its own: numbers are unique and rise in acceptance order.
+    let numbers: Vec<u64> = state["revisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["number"].as_u64().unwrap())
+        .collect();
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+    let calibrated: Vec<u64> = read(&dir.join("judge/calibration.jsonl"))
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).unwrap()["revision"].as_u64())
+        .collect();
+    assert_eq!(
+        calibrated,
+        numbers[1..],
+        "every accepted revision is on record once"
+    );
     let mut kept = "base".to_string();
     for (i, decision) in decisions.iter().enumerate() {
         let name = decision.row.as_str();

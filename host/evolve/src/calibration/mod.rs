@@ -185,9 +185,11 @@ pub struct Hooks<'a> {
     pub log: &'a mut dyn FnMut(&CalibrationEntry, &JudgeRevision, &JudgeRevision) -> Result<()>,
 }
 
-/// Runs one round's calibration from `live`. `done` holds the log entries
-/// this round already wrote (a resumed loop replays them instead of asking
-/// again).
+/// Runs one round's calibration from `live`; the first revision it accepts
+/// is numbered `first_number` (above every number the run has given: the
+/// live one may be an earlier revision made live again). `done` holds the
+/// log entries this round already wrote (a resumed loop replays them
+/// instead of asking again).
 #[allow(
     clippy::too_many_arguments,
     reason = "the round's inputs, each used once; a struct would only rename them"
@@ -197,6 +199,7 @@ pub fn calibrate(
     round: u32,
     set: &LabelledSet,
     mut live: JudgeRevision,
+    first_number: u32,
     done: &[CalibrationEntry],
     agent: &mut dyn RevisionAgent,
     clarifications: &[Clarification],
@@ -208,6 +211,7 @@ pub fn calibrate(
     let mut series = vec![alignment(&totals(&live_scores), &human, &all).pearson];
     let mut tried: Vec<serde_json::Value> = Vec::new();
     let mut accepted = 0;
+    let mut next_number = first_number;
     for iteration in 1..=config.max_versions {
         // A replayed entry is decided again, as a new one is: the log is a
         // record, not an authority (something other than this loop may
@@ -250,7 +254,7 @@ pub fn calibrate(
             }
         };
         let candidate = JudgeRevision {
-            number: live.number + 1,
+            number: next_number,
             rules: proposal.rules.clone(),
             origin: proposal.rationale.clone(),
             code: match &code {
@@ -303,6 +307,7 @@ pub fn calibrate(
             };
             live_scores = scored;
             accepted += 1;
+            next_number += 1;
         }
         series.push(entry.accumulated.pearson);
         if let Some(reason) = review_needed(config, &series) {
