@@ -86,6 +86,7 @@ fn dependencies_point_down_only() {
         "verifine-judge",
         "verifine-hotswap",
         "verifine-train",
+        "verifine-reward",
         "verifine-evolve",
         "verifine-serve",
     ];
@@ -105,6 +106,15 @@ fn dependencies_point_down_only() {
         ("verifine-train", "wasmtime"),
         ("verifine-train", "verifine-runtime"),
         ("verifine-train", "verifine-hotswap"),
+        // Training's plugin hooks sit above training, hot-swap and the
+        // judges, below the loops that train with them.
+        ("verifine-runtime", "verifine-reward"),
+        ("verifine-hotswap", "verifine-reward"),
+        ("verifine-train", "verifine-reward"),
+        ("verifine-judge", "verifine-reward"),
+        ("verifine-serve", "verifine-reward"),
+        ("verifine-reward", "verifine-evolve"),
+        ("verifine-reward", "verifine-serve"),
         ("verifine-runtime", "verifine-evolve"),
         ("verifine-hotswap", "verifine-evolve"),
         ("verifine-train", "verifine-evolve"),

@@ -3,75 +3,15 @@
 //! progress, and a step hook that records each monitoring point and asks
 //! the trigger plugin whether the judge loop should run.
 
-use crate::judge::JudgeRevision;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
-use verifine_runtime::scoring::{RewardPlugins, ScoredSample, Scorer};
-use verifine_runtime::{Context, MonitorPoint, Plugin, PluginInstance, Provenance, Sample};
+use verifine_reward::FixedReward;
+use verifine_runtime::{Context, MonitorPoint, Plugin, PluginInstance, Provenance};
 use verifine_train::hooks::{
     Answer, BoundaryOutcome, HookError, Reward, RewardFunction, StepBoundary, StepHook,
 };
-
-/// A reward function made of loaded plugins (the judge, or the evaluator).
-pub struct PluginsReward {
-    scorer: Scorer,
-    provenance: Vec<Provenance>,
-}
-
-impl PluginsReward {
-    /// Scores with `plugins`; `revision` (for the judge) is named in the
-    /// provenance every metrics line carries.
-    pub fn new(plugins: &RewardPlugins, revision: Option<&JudgeRevision>) -> crate::Result<Self> {
-        let mut rubric = plugins.rubric.provenance();
-        if let Some(revision) = revision {
-            rubric.version = format!("{} rules r{}", rubric.version, revision.number);
-        }
-        Ok(PluginsReward {
-            scorer: plugins.scorer()?,
-            provenance: vec![rubric, plugins.aggregator.provenance()],
-        })
-    }
-}
-
-impl RewardFunction for PluginsReward {
-    fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
-        let samples: Vec<Sample> = answers.iter().map(answer_sample).collect();
-        self.scorer
-            .score_batch(step as u64, 0, &samples)
-            .iter()
-            .map(reward_of)
-            .collect()
-    }
-
-    fn provenance(&self) -> Vec<Provenance> {
-        self.provenance.clone()
-    }
-}
-
-/// The contract's sample for training's answer (the reference travels
-/// along; a reference-free judge ignores it).
-pub fn answer_sample(answer: &Answer) -> Sample {
-    let sample = Sample::new(&answer.id, &answer.prompt, &answer.response);
-    match &answer.reference {
-        Some(reference) => sample.with_reference(reference),
-        None => sample,
-    }
-}
-
-/// Training's reward from a scored sample: the total and each verdict's score.
-pub fn reward_of(scored: &ScoredSample) -> Reward {
-    Reward {
-        total: scored.total,
-        criteria: scored
-            .judgment
-            .iter()
-            .flat_map(|j| &j.verdicts)
-            .map(|v| (v.criterion.clone(), v.score))
-            .collect(),
-    }
-}
 
 /// One monitoring point and what the trigger made of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,7 +35,7 @@ pub type MonitorLog = Rc<RefCell<Vec<MonitorRecord>>>;
 /// A round's reward and step hook: the judge never changes inside a round;
 /// at each monitoring point the trigger plugin reads the history.
 pub struct RoundReward {
-    reward: PluginsReward,
+    reward: FixedReward,
     trigger: PluginInstance,
     trigger_config: String,
     round: u32,
@@ -105,7 +45,7 @@ pub struct RoundReward {
 impl RoundReward {
     /// A round's reward with `trigger` (config as JSON) writing to `log`.
     pub fn new(
-        reward: PluginsReward,
+        reward: FixedReward,
         trigger: &Arc<Plugin>,
         trigger_config: &serde_json::Value,
         round: u32,

@@ -9,12 +9,13 @@ use crate::config::{RoundMode, RoundStart};
 use crate::curriculum::{PoolDecision, PoolItem, assess, pool};
 use crate::error::Result;
 use crate::failures::discover;
-use crate::reward::{MonitorLog, PluginsReward, RoundReward};
+use crate::reward::{MonitorLog, RoundReward};
 use crate::run::{Evolve, EvolveProgress};
 use serde::Serialize;
 use std::path::Path;
 use verifine_base::PASS_MARK;
 use verifine_base::{read_jsonl, write_jsonl};
+use verifine_reward::FixedReward;
 use verifine_train::hooks::{Fixed, Host, Progress, PromptPool};
 use verifine_train::policy::Policy;
 use verifine_train::rollout::Sampling;
@@ -31,7 +32,7 @@ impl Evolve {
     pub(crate) fn base(&mut self) -> Result<()> {
         let mut config = self.config.train.clone();
         config.grpo.steps = 0;
-        let reward = PluginsReward::new(&self.evaluator, None)?;
+        let reward = FixedReward::new(&self.evaluator, None)?;
         let host = self.host(Box::new(Fixed(reward)), None, None, config.total_steps());
         train_or_resume(&config, &self.base_dir(), host)?;
         self.state.newest_policy = Some(self.base_dir());
@@ -87,9 +88,9 @@ impl Evolve {
             (Some(prompts), None)
         };
         let log = MonitorLog::default();
-        let judge = PluginsReward::new(
+        let judge = FixedReward::new(
             &self.judge.plugins(&self.state.live)?,
-            Some(&self.state.live),
+            Some(&format!("rules r{}", self.state.live.number)),
         )?;
         let reward = RoundReward::new(
             judge,
@@ -98,7 +99,7 @@ impl Evolve {
             round,
             log.clone(),
         );
-        let evaluator = PluginsReward::new(&self.evaluator, None)?;
+        let evaluator = FixedReward::new(&self.evaluator, None)?;
         let mut host = self.host(
             Box::new(reward),
             prompts,

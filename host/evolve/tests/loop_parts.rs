@@ -9,8 +9,9 @@ use verifine_evolve::cases::Case;
 use verifine_evolve::curriculum::{PoolDecision, TargetNoise, assess, pool};
 use verifine_evolve::judge::{Judge, JudgeRevision};
 use verifine_evolve::labels::{JudgeView, LabelInput, QueryReason, QueueItem};
-use verifine_evolve::reward::{MonitorLog, PluginsReward, RoundReward};
+use verifine_evolve::reward::{MonitorLog, RoundReward};
 use verifine_evolve::{EvolveError, queue};
+use verifine_reward::FixedReward;
 use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::{Limits, Plugin, PluginKind, Runtime};
 use verifine_train::hooks::{Monitor, StepBoundary, StepHook};
@@ -57,7 +58,7 @@ fn the_trigger_fires_on_a_plateau_and_holds_while_the_evaluator_rises() {
         RewardPlugins::load(&runtime, "worked-steps", &json!({}), None, &json!({})).unwrap();
     let run = |accuracies: &[f64]| {
         let log = MonitorLog::default();
-        let reward = PluginsReward::new(&judge, None).unwrap();
+        let reward = FixedReward::new(&judge, None).unwrap();
         let mut hook = RoundReward::new(
             reward,
             &trigger,

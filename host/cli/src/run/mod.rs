@@ -2,15 +2,14 @@
 //! reward and the SFT curriculum from the plugin runtime and hot-swap.
 
 pub mod config;
-pub mod plugins;
 
 pub use config::{DEFAULT_CONFIG, HotSwapConfig, RunConfig};
 
 use anyhow::{Context as _, Result};
-use plugins::PluginReward;
 use std::path::Path;
 use verifine_hotswap::gate::CanaryCase;
 use verifine_hotswap::live::LiveReward;
+use verifine_reward::SwappingReward;
 use verifine_runtime::Sample;
 use verifine_train::hooks::{Host, Progress};
 use verifine_train::task::TaskConfig;
@@ -80,9 +79,9 @@ fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) 
         swap.gate.clone(),
         canary_cases(config)?,
     )?;
-    let reward = PluginReward::new(live, swap.clone()).with_judges(judges);
+    let reward = SwappingReward::new(live, swap.clone()).with_judges(judges);
     let curriculum =
-        plugins::curriculum(reward.runtime(), config.training.sft.curriculum.as_ref())?;
+        verifine_reward::curriculum(reward.runtime(), config.training.sft.curriculum.as_ref())?;
     Ok(Host {
         reward: Box::new(reward),
         prompts: None,

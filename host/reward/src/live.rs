@@ -1,26 +1,21 @@
-//! Training's hooks, implemented with the plugin runtime and hot-swap: the
-//! live reward (scores with the live revisions, swaps them at step
-//! boundaries) and the SFT curriculum plugin.
+//! The live reward of `verifine train`: the live rubric and aggregator
+//! revisions score, and the step boundary is the swap point where pending
+//! revisions (watched, handed in, an agent's) are decided.
 
-use super::config::HotSwapConfig;
-use anyhow::{Context as _, Result, anyhow};
+use crate::convert::{answer_sample, reward_of};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use verifine_evolve::reward::{answer_sample, reward_of};
+use verifine_hotswap::HotSwapConfig;
 use verifine_hotswap::live::{LiveReward, LiveState, SwapOutcome};
 use verifine_judge::{Judges, Ledger};
-use verifine_runtime::{
-    Candidate, Context, Plugin, PluginInstance, PluginKind, PluginSetting, Provenance, Runtime,
-    Sample, Selection,
-};
+use verifine_runtime::{Provenance, Runtime, Sample};
 use verifine_train::hooks::{
-    Answer, BoundaryOutcome, HookError, Reward, RewardFunction, SftCandidate, SftCurriculum,
-    SftDecision, StepBoundary, StepHook,
+    Answer, BoundaryOutcome, HookError, Reward, RewardFunction, StepBoundary, StepHook,
 };
 
 /// The run's reward: the live rubric and aggregator revisions, and the swap
 /// point where pending revisions are decided.
-pub struct PluginReward {
+pub struct SwappingReward {
     live: LiveReward,
     hot_swap: HotSwapConfig,
     /// Decided at the last boundary; leaves the inbox after the checkpoint.
@@ -30,10 +25,10 @@ pub struct PluginReward {
     judges: Option<(Arc<Judges>, BTreeMap<String, Ledger>)>,
 }
 
-impl PluginReward {
+impl SwappingReward {
     /// Wraps a live reward configured by `hot_swap`.
     pub fn new(live: LiveReward, hot_swap: HotSwapConfig) -> Self {
-        PluginReward {
+        SwappingReward {
             live,
             hot_swap,
             pending: None,
@@ -54,7 +49,7 @@ impl PluginReward {
     }
 }
 
-impl RewardFunction for PluginReward {
+impl RewardFunction for SwappingReward {
     fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
         let samples: Vec<Sample> = answers.iter().map(answer_sample).collect();
         self.live
@@ -102,7 +97,7 @@ pub fn judge_costs(
     costs
 }
 
-impl StepHook for PluginReward {
+impl StepHook for SwappingReward {
     /// Candidates from the watched directory and (every `agent.every` GRPO
     /// steps) the revision agent go into the inbox; then every pending
     /// request is decided.
@@ -144,71 +139,4 @@ impl StepHook for PluginReward {
         self.live.restore(&state, step)?;
         Ok(())
     }
-}
-
-/// The SFT curriculum: a curriculum plugin asked about every SFT target.
-pub struct PluginCurriculum {
-    plugin: Arc<Plugin>,
-    /// One instance for the whole pool, as a plugin with state across
-    /// calls expects.
-    instance: PluginInstance,
-    context: Context,
-}
-
-impl PluginCurriculum {
-    /// Loads the curriculum `slot` names.
-    pub fn load(runtime: &Runtime, slot: &PluginSetting) -> Result<Self> {
-        let plugin = runtime
-            .load_kind(&slot.plugin, PluginKind::Curriculum)
-            .with_context(|| format!("loading the SFT curriculum {}", slot.plugin))?;
-        Ok(PluginCurriculum {
-            instance: plugin.instance(),
-            plugin,
-            context: Context::empty().with_config(&slot.config_json()),
-        })
-    }
-}
-
-impl SftCurriculum for PluginCurriculum {
-    fn provenance(&self) -> Provenance {
-        self.plugin.provenance()
-    }
-
-    fn select(&mut self, candidates: &[SftCandidate]) -> Result<Vec<SftDecision>, HookError> {
-        let candidates: Vec<Candidate> = candidates
-            .iter()
-            .map(|c| Candidate {
-                sample_id: c.id.clone(),
-                tags: c.tags.clone(),
-                history: Vec::new(),
-                reward_mean: c.judge_score.unwrap_or(0.0),
-                reward_std: 0.0,
-                rollouts: 0,
-                reference_score: c.judge_score,
-            })
-            .collect();
-        let decisions = self
-            .instance
-            .select(&self.context, &candidates)?
-            .map_err(|e| anyhow!("refused the batch: {e}"))?;
-        Ok(decisions
-            .into_iter()
-            .map(|d| SftDecision {
-                weight: match d.selection {
-                    Selection::Drop => None,
-                    Selection::Keep(w) => Some(w),
-                },
-                reason: d.reason,
-            })
-            .collect())
-    }
-}
-
-/// The loaded curriculum a run's config names, if any.
-pub fn curriculum(
-    runtime: &Runtime,
-    slot: Option<&PluginSetting>,
-) -> Result<Option<PluginCurriculum>> {
-    slot.map(|slot| PluginCurriculum::load(runtime, slot))
-        .transpose()
 }
