@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the tests against llama.cpp's llama-server (host/judge/tests/llama_server.rs):
+# Runs the tests against llama.cpp's llama-server (host/judge/tests/all/llama_server.rs):
 # installs the server into a sid chroot if needed (root, a Debian mirror),
 # the `gguf` Python package, then the test.
 #
@@ -9,4 +9,4 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="${1:-/opt/verifine-sid}"
 "$here/setup.sh" "$root"
 python3 -c "import gguf" 2>/dev/null || pip install --quiet gguf numpy
-VERIFINE_LLAMA_ROOT="$root" cargo test -p verifine-judge --features local --test llama_server -- --nocapture
+VERIFINE_LLAMA_ROOT="$root" cargo test -p verifine-judge --features local --test all llama_server -- --nocapture

@@ -1,6 +1,6 @@
 //! The router in process (`Router::oneshot`, axum's testing idiom):
 //! routing, auth, the guard and the budgets answer as they should without a
-//! socket. `tests/serve.rs` keeps what needs one (slow clients, connection
+//! socket. `tests/all/serve.rs` keeps what needs one (slow clients, connection
 //! caps, hot-swap while serving).
 
 use super::*;

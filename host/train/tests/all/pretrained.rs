@@ -4,8 +4,6 @@
 //! what the adapters computed, resumes exactly, and refuses a base that
 //! changed under it.
 
-mod common;
-
 use candle_core::{Device, Tensor};
 use candle_nn::VarMap;
 use serde_json::json;
@@ -111,7 +109,7 @@ fn write_base(dir: &Path, seed: f64) {
 }
 
 fn config(base: &Path) -> TrainConfig {
-    let mut config = common::tiny();
+    let mut config = crate::common::tiny();
     config.model.from = Some(base.to_path_buf());
     config.model.max_seq_len = 200;
     config.model.lora = Some(LoraConfig {
@@ -188,7 +186,7 @@ fn the_turn_ends_on_the_end_id_the_template_writes_and_every_end_id_stops() {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    common::scratch("pretrained", name)
+    crate::common::scratch("pretrained", name)
 }
 
 #[test]

@@ -1,9 +1,7 @@
 //! A training run killed with SIGKILL and resumed ends with the same weights,
 //! bit for bit, as an uninterrupted run with the same seed.
 
-mod common;
-
-use common::{complete_checkpoints, kill_when, scratch, verifine};
+use crate::common::{complete_checkpoints, kill_when, scratch, verifine};
 use std::path::Path;
 use std::process::Stdio;
 

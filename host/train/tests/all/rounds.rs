@@ -19,22 +19,20 @@ use verifine_train::sft_data::SftItem;
 use verifine_train::task::{Problem, splits};
 use verifine_train::{HeldoutAnswer, Policy, TrainConfig, resume, train};
 
-mod common;
-
 /// The shared tiny run, with three SFT steps and no pass@k.
 fn tiny() -> TrainConfig {
     TrainConfig {
         pass_at_k: 0,
         sft: SftConfig {
             steps: 3,
-            ..common::tiny().sft
+            ..crate::common::tiny().sft
         },
-        ..common::tiny()
+        ..crate::common::tiny()
     }
 }
 
 fn scratch(name: &str) -> PathBuf {
-    common::scratch("rounds", name)
+    crate::common::scratch("rounds", name)
 }
 
 fn provenance(name: &str) -> Vec<Provenance> {

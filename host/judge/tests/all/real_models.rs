@@ -9,9 +9,7 @@
 //! cannot be reached.
 #![cfg(feature = "local")]
 
-mod common;
-
-use common::llama::{Server, fetch_model, free_port, place_model, post, setup};
+use crate::common::llama::{Server, fetch_model, free_port, place_model, post, setup};
 use verifine_judge::local::{LocalBackend, top_k};
 use verifine_judge::{LocalConfig, PromptTemplate};
 use verifine_runtime::judge_models::ModelRequest;
@@ -58,7 +56,8 @@ fn pair(name: &str) -> Option<Pair> {
 /// 1 000 strings of real text: GSM8K test questions and their worked
 /// answers (digits, `<<48/2=24>>` calculator marks, `####`, new lines).
 fn gsm8k_strings() -> Vec<String> {
-    let text = std::fs::read_to_string(common::shared_data().join("gsm8k/test.jsonl")).unwrap();
+    let text =
+        std::fs::read_to_string(crate::common::shared_data().join("gsm8k/test.jsonl")).unwrap();
     text.lines()
         .take(500)
         .flat_map(|line| {
@@ -221,7 +220,7 @@ fn healthbench_through_smollm2(answer: &str, rows: usize) {
         &serde_json::json!({}),
     )
     .unwrap();
-    let (samples, _) = common::healthbench_samples(
+    let (samples, _) = crate::common::healthbench_samples(
         rows,
         "I'm sorry you're dealing with this. Rest, drink water, and see a doctor \
          if it gets worse or you notice anything alarming.",

@@ -3,9 +3,7 @@
 //! is not carried forward (and its judge yields to the kept policy's), and
 //! the initial-judge rows train for the chain's whole budget.
 
-mod common;
-
-use common::{read, scratch, tiny};
+use crate::common::{read, scratch, tiny};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,9 +3,7 @@
 //! refused, the cap on proposals per round, the review request, and a
 //! resumed calibration replaying its log instead of asking again.
 
-mod common;
-
-use common::{case, creeping, label, scored, set};
+use crate::common::{case, creeping, label, scored, set};
 use serde_json::json;
 use std::cell::RefCell;
 use verifine_evolve::agent::{Proposal, RevisionAgent, RevisionRequest};

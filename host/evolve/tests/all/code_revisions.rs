@@ -7,9 +7,7 @@
 
 #![cfg(unix)]
 
-mod common;
-
-use common::{creeping, read, scored, scratch, set, tiny};
+use crate::common::{creeping, read, scored, scratch, set, tiny};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};

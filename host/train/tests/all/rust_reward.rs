@@ -49,12 +49,10 @@ impl RewardFunction for ExactAnswer {
     }
 }
 
-mod common;
-
-use common::tiny;
+use crate::common::tiny;
 
 fn scratch(name: &str) -> PathBuf {
-    common::scratch("train", name)
+    crate::common::scratch("train", name)
 }
 
 fn host(

@@ -6,9 +6,7 @@
 use std::path::{Path, PathBuf};
 use verifine_evolve::{EvolveConfig, start};
 
-mod common;
-
-use common::{read, scratch, tiny};
+use crate::common::{read, scratch, tiny};
 
 #[test]
 fn a_tiny_run_finishes_every_task_and_frozen_labels_decide_nothing() {
@@ -179,10 +177,12 @@ fn with_a_human_labeller_the_loop_stops_for_labels_and_resumes_after_import() {
 fn in_sft_membership_mode_rounds_train_only_on_what_the_judge_keeps() {
     use verifine_evolve::config::RoundMode;
     use verifine_train::sft_data::SftItem;
-    let shipped =
-        EvolveConfig::parse(include_str!("../../../examples/evolve/sft-membership.toml")).unwrap();
+    let shipped = EvolveConfig::parse(include_str!(
+        "../../../../examples/evolve/sft-membership.toml"
+    ))
+    .unwrap();
     assert_eq!(shipped.mode, RoundMode::SftMembership);
-    let bad = include_str!("../../../examples/evolve/sft-membership.toml")
+    let bad = include_str!("../../../../examples/evolve/sft-membership.toml")
         .replace("min_score = 0.9", "min_score = 1.5");
     let err = EvolveConfig::parse(&bad).unwrap_err().to_string();
     assert!(err.contains("membership.min_score 1.5"), "{err}");

@@ -8,9 +8,7 @@
 //! by `bench/llama-server/setup.sh` and `python3` can import `gguf`; run it
 //! with `bench/llama-server/test.sh`.
 
-mod common;
-
-use common::llama::{Server, free_port, post, setup};
+use crate::common::llama::{Server, free_port, post, setup};
 use std::path::Path;
 use std::time::Duration;
 use verifine_judge::{Judges, JudgesConfig};
@@ -234,7 +232,7 @@ fn healthbench_examples_score_through_llama_server() {
         &serde_json::json!({}),
     )
     .unwrap();
-    let (samples, items) = common::healthbench_samples(6, "See a doctor if it gets worse.");
+    let (samples, items) = crate::common::healthbench_samples(6, "See a doctor if it gets worse.");
     let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 2, 1, &|_| {}).unwrap();
     for s in &scored {
         assert!(s.error.is_none(), "{:?}", s.error);

@@ -2,9 +2,7 @@
 //! and again in the judge loop — and resumed ends with the same outputs as
 //! an uninterrupted run: nothing lost, nothing repeated.
 
-mod common;
-
-use common::{complete_checkpoints, kill_when, scratch, verifine};
+use crate::common::{complete_checkpoints, kill_when, scratch, verifine};
 use std::path::Path;
 use std::process::Stdio;
 
