@@ -6,7 +6,9 @@
 //! its batch packed with only the fields it reads.
 
 use std::sync::{Arc, Mutex};
-use verifine_runtime::judge_models::{JudgeModels, ModelAnswer, ModelRequest, TokenUsage};
+use verifine_runtime::judge_models::{
+    JudgeModels, ModelAnswer, ModelError, ModelRequest, TokenUsage,
+};
 use verifine_runtime::{Limits, Runtime};
 use verifine_tests::{LEGACY_CONTRACT_0_1, LEGACY_CONTRACT_0_2, ctx, sample};
 
@@ -16,14 +18,17 @@ use verifine_tests::{LEGACY_CONTRACT_0_1, LEGACY_CONTRACT_0_2, ctx, sample};
 struct Recording(Mutex<Vec<ModelRequest>>, std::time::Duration);
 
 impl JudgeModels for Recording {
-    fn ask(&self, _: &str, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, String>> {
+    fn ask(&self, _: &str, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, ModelError>> {
         self.0.lock().unwrap().extend(requests.iter().cloned());
         std::thread::sleep(self.1);
         requests
             .iter()
             .map(|r| {
                 if r.judge != "judge" && r.judge != "golden-1" {
-                    return Err(format!("no judge named {:?}", r.judge));
+                    return Err(ModelError::UnknownJudge {
+                        name: r.judge.clone(),
+                        known: vec!["judge".into(), "golden-1".into()],
+                    });
                 }
                 let yes = r.prompt.contains("right");
                 let text = match (r.choices.is_empty(), yes) {

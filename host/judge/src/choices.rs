@@ -1,7 +1,7 @@
 //! Reading a server's answer to a query with choices: which choice it
 //! names, and how sure the model was of it.
 
-use verifine_runtime::judge_models::{ModelAnswer, TokenLogprob};
+use verifine_runtime::judge_models::{ModelAnswer, ModelError, TokenLogprob};
 
 /// An answer to a query with choices, as exactly one of them: the text
 /// (or the JSON string an HTTP server was asked for, also inside a
@@ -11,7 +11,7 @@ use verifine_runtime::judge_models::{ModelAnswer, TokenLogprob};
 pub(crate) fn pick_choice(
     mut answer: ModelAnswer,
     choices: &[String],
-) -> std::result::Result<ModelAnswer, String> {
+) -> std::result::Result<ModelAnswer, ModelError> {
     if choices.is_empty() {
         return Ok(answer);
     }
@@ -31,10 +31,10 @@ pub(crate) fn pick_choice(
             answer.logprobs = choice_confidence(&answer.logprobs, choice, choices);
             Ok(answer)
         }
-        None => Err(format!(
+        None => Err(ModelError::BadAnswer(format!(
             "the answer {:?} is none of the choices {choices:?}",
             verifine_base::text::sanitize(text, 80)
-        )),
+        ))),
     }
 }
 

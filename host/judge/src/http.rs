@@ -24,7 +24,7 @@ use crate::error::{JudgeError, Result};
 use sender::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use verifine_runtime::judge_models::{ModelAnswer, ModelRequest};
+use verifine_runtime::judge_models::{ModelAnswer, ModelError, ModelRequest};
 
 /// Same-origin redirects followed in a row before the query fails: a
 /// server behind a proxy may redirect once or twice, never in a loop.
@@ -33,7 +33,7 @@ const MAX_REDIRECTS: usize = 5;
 /// What one query's exchange with the server came to.
 pub struct Exchange {
     /// The answer, or why there is none.
-    pub answer: std::result::Result<ModelAnswer, String>,
+    pub answer: std::result::Result<ModelAnswer, ModelError>,
     /// Requests sent for it (1 + retries taken; 0 when none was sent).
     pub calls: u64,
     /// Seconds from the first request to the end.
@@ -42,7 +42,7 @@ pub struct Exchange {
 
 impl Exchange {
     /// A query that failed before anything was sent.
-    pub(crate) fn unsent(reason: String) -> Self {
+    pub(crate) fn unsent(reason: ModelError) -> Self {
         Exchange {
             answer: Err(reason),
             calls: 0,
@@ -141,7 +141,9 @@ impl HttpBackend {
                         // A task that panicked may have sent its request:
                         // the call it held stays spent.
                         Exchange {
-                            answer: Err(format!("the request task failed: {e}")),
+                            answer: Err(ModelError::Transport(format!(
+                                "the request task failed: {e}"
+                            ))),
                             calls: 1,
                             seconds: 0.0,
                         }

@@ -32,7 +32,7 @@ use http::{Exchange, HttpBackend};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use verifine_runtime::judge_models::{JudgeModels, ModelAnswer, ModelRequest};
+use verifine_runtime::judge_models::{JudgeModels, ModelAnswer, ModelError, ModelRequest};
 
 /// The configured judges, by name.
 pub struct Judges {
@@ -62,7 +62,8 @@ impl Backend {
             ))),
             #[cfg(feature = "local")]
             BackendConfig::Student { path } => Ok(Backend::Student(Box::new(
-                student::StudentBackend::new(path).map_err(JudgeError::Config)?,
+                student::StudentBackend::new(path)
+                    .map_err(|e| JudgeError::Config(e.to_string()))?,
             ))),
             #[cfg(not(feature = "local"))]
             BackendConfig::LocalGguf(LocalConfig { path, .. })
@@ -165,8 +166,8 @@ impl Judges {
         plugin: &str,
         requests: &[ModelRequest],
         deadline: Option<Instant>,
-    ) -> Vec<std::result::Result<ModelAnswer, String>> {
-        let mut answers: Vec<Option<std::result::Result<ModelAnswer, String>>> =
+    ) -> Vec<std::result::Result<ModelAnswer, ModelError>> {
+        let mut answers: Vec<Option<std::result::Result<ModelAnswer, ModelError>>> =
             vec![None; requests.len()];
         let mut by_judge: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, request) in requests.iter().enumerate() {
@@ -174,13 +175,11 @@ impl Judges {
         }
         for (name, indices) in by_judge {
             let Some(judge) = self.judges.get(name) else {
-                let known = if self.judges.is_empty() {
-                    "none is configured".to_string()
-                } else {
-                    format!("configured: {}", self.names().join(", "))
-                };
                 for &i in &indices {
-                    answers[i] = Some(Err(format!("no judge named {name:?} ({known})")));
+                    answers[i] = Some(Err(ModelError::UnknownJudge {
+                        name: name.to_string(),
+                        known: self.names(),
+                    }));
                 }
                 continue;
             };
@@ -192,7 +191,7 @@ impl Judges {
         }
         answers
             .into_iter()
-            .map(|a| a.unwrap_or_else(|| Err("unanswered".to_string())))
+            .map(|a| a.unwrap_or_else(|| Err(ModelError::Unanswered)))
             .collect()
     }
 }
@@ -205,7 +204,7 @@ impl JudgeModels for Judges {
         &self,
         plugin: &str,
         requests: &[ModelRequest],
-    ) -> Vec<std::result::Result<ModelAnswer, String>> {
+    ) -> Vec<std::result::Result<ModelAnswer, ModelError>> {
         self.ask_by(plugin, requests, None)
     }
 
@@ -214,7 +213,7 @@ impl JudgeModels for Judges {
         plugin: &str,
         requests: &[ModelRequest],
         deadline: Instant,
-    ) -> Vec<std::result::Result<ModelAnswer, String>> {
+    ) -> Vec<std::result::Result<ModelAnswer, ModelError>> {
         self.ask_by(plugin, requests, Some(deadline))
     }
 }
@@ -226,7 +225,7 @@ impl Judge {
         &self,
         requests: &[&ModelRequest],
         deadline: Option<Instant>,
-    ) -> Vec<std::result::Result<ModelAnswer, String>> {
+    ) -> Vec<std::result::Result<ModelAnswer, ModelError>> {
         // Keys only where there is a cache to look in.
         let keys: Vec<Option<String>> = requests
             .iter()
@@ -236,7 +235,7 @@ impl Judge {
                     .map(|_| DiskCache::key(&self.base_url, &self.model, r))
             })
             .collect();
-        let mut answers: Vec<Option<std::result::Result<ModelAnswer, String>>> =
+        let mut answers: Vec<Option<std::result::Result<ModelAnswer, ModelError>>> =
             vec![None; requests.len()];
         let mut admitted = Vec::new();
         let mut ledger = self.allowance.lock();
@@ -252,7 +251,7 @@ impl Judge {
             match budget::take(&mut ledger, self.allowance.budget()) {
                 Ok(()) => admitted.push(i),
                 Err(reason) => {
-                    answers[i] = Some(Err(reason));
+                    answers[i] = Some(Err(ModelError::OverBudget(reason)));
                     ledger.failures += 1;
                 }
             }
@@ -296,7 +295,7 @@ impl Judge {
         }
         answers
             .into_iter()
-            .map(|a| a.unwrap_or_else(|| Err("unanswered".to_string())))
+            .map(|a| a.unwrap_or_else(|| Err(ModelError::Unanswered)))
             .collect()
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::bindings::{LogLevel, ModelQuery, v0_1, v0_2};
 use crate::host_state::HostState;
-use crate::judge_models::{DEFAULT_JUDGE, ModelAnswer, ModelRequest};
+use crate::judge_models::{DEFAULT_JUDGE, ModelAnswer, ModelError, ModelRequest};
 
 /// The conversions between a contract version's `ask-judges` records and
 /// the host's own: 0.2's and 0.3's `host` interfaces are the same text, but
@@ -102,12 +102,13 @@ impl HostState {
     /// plugin's call deadline. Within the thread's [`crate::scoring_bounds`]:
     /// nothing is sent for a caller that is gone or out of time, and the
     /// queries end by its deadline.
-    fn ask(&mut self, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, String>> {
+    fn ask(&mut self, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, ModelError>> {
         let bounds = crate::scoring_bounds::current();
         if bounds.is_over() {
-            let why =
-                "not asked: the request it was for has ended (abandoned or past its deadline)";
-            return requests.iter().map(|_| Err(why.to_string())).collect();
+            return requests
+                .iter()
+                .map(|_| Err(ModelError::RequestEnded))
+                .collect();
         }
         let started = std::time::Instant::now();
         let answers = match bounds.deadline {
@@ -134,7 +135,7 @@ impl HostState {
             .collect();
         self.ask(&requests)
             .into_iter()
-            .map(|answer| answer.map(|a| a.text))
+            .map(|answer| answer.map(|a| a.text).map_err(|e| e.to_string()))
             .collect()
     }
 
@@ -150,7 +151,7 @@ impl HostState {
         let requests: Vec<ModelRequest> = queries.into_iter().map(ModelRequest::from).collect();
         self.ask(&requests)
             .into_iter()
-            .map(|answer| answer.map(Answer::from))
+            .map(|answer| answer.map(Answer::from).map_err(|e| e.to_string()))
             .collect()
     }
 }

@@ -102,13 +102,63 @@ pub struct ModelAnswer {
     pub cached: bool,
 }
 
+/// Why one judge-model query got no answer. A failure of one query, never
+/// of the batch; it reaches the plugin as its text (the contract's
+/// `result<_, string>`), so each variant says what went wrong in words an
+/// author can act on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The runtime was built without judge models.
+    #[error("no judge model configured")]
+    NotConfigured,
+    /// The query names a judge the config does not have.
+    #[error("no judge named {name:?} ({})", known_judges(.known))]
+    UnknownJudge {
+        /// The name the query gave.
+        name: String,
+        /// The configured names.
+        known: Vec<String>,
+    },
+    /// The judge's budget (tokens, queries or cost) is spent.
+    #[error("{0}")]
+    OverBudget(String),
+    /// The query itself cannot be asked (a schema that is not JSON, a
+    /// prompt with no tokens, one longer than the model's context).
+    #[error("{0}")]
+    BadQuery(String),
+    /// The backend could not be reached or did not answer in time.
+    #[error("{0}")]
+    Transport(String),
+    /// The backend answered something unusable (not JSON, not one of the
+    /// offered choices, over the size limit).
+    #[error("{0}")]
+    BadAnswer(String),
+    /// The local model failed while running.
+    #[error("the model failed: {0}")]
+    Model(String),
+    /// The request it was for has ended (abandoned or past its deadline),
+    /// so nothing was asked.
+    #[error("not asked: the request it was for has ended (abandoned or past its deadline)")]
+    RequestEnded,
+    /// A backend returned fewer answers than questions (a backend bug).
+    #[error("unanswered")]
+    Unanswered,
+}
+
+fn known_judges(known: &[String]) -> String {
+    match known.is_empty() {
+        true => "none is configured".to_string(),
+        false => format!("configured: {}", known.join(", ")),
+    }
+}
+
 /// Answers judge-model queries for plugins. Called from inside a plugin
 /// call, so it blocks; a batch is answered together (a backend may send it
 /// concurrently). Never fails as a whole: each query gets its answer or
 /// its error, in order.
 pub trait JudgeModels: Send + Sync {
     /// Answers `requests` for `plugin` (named for logs and cost records).
-    fn ask(&self, plugin: &str, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, String>>;
+    fn ask(&self, plugin: &str, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, ModelError>>;
 
     /// As [`JudgeModels::ask`], but what is not answered by `deadline` (the
     /// caller's: a server request's) fails then, retries and waits included.
@@ -118,7 +168,7 @@ pub trait JudgeModels: Send + Sync {
         plugin: &str,
         requests: &[ModelRequest],
         deadline: std::time::Instant,
-    ) -> Vec<Result<ModelAnswer, String>> {
+    ) -> Vec<Result<ModelAnswer, ModelError>> {
         let _ = deadline;
         self.ask(plugin, requests)
     }
@@ -128,10 +178,14 @@ pub trait JudgeModels: Send + Sync {
 pub struct NoJudgeModels;
 
 impl JudgeModels for NoJudgeModels {
-    fn ask(&self, _plugin: &str, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, String>> {
+    fn ask(
+        &self,
+        _plugin: &str,
+        requests: &[ModelRequest],
+    ) -> Vec<Result<ModelAnswer, ModelError>> {
         requests
             .iter()
-            .map(|_| Err("no judge model configured".to_string()))
+            .map(|_| Err(ModelError::NotConfigured))
             .collect()
     }
 }

@@ -52,7 +52,7 @@ mod versions;
 pub use bindings::*;
 pub use error::RuntimeError;
 pub use instance::{PluginError, PluginInstance};
-pub use judge_models::{JudgeModels, ModelAnswer, ModelRequest, SharedJudgeModels};
+pub use judge_models::{JudgeModels, ModelAnswer, ModelError, ModelRequest, SharedJudgeModels};
 pub use metadata::{HOST_API_VERSION, PluginKind, PluginMetadata};
 #[cfg(feature = "native")]
 pub use native::NativePlugin;

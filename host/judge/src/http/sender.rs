@@ -11,6 +11,7 @@ use crate::config::HttpConfig;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use verifine_base::SplitMix64;
+use verifine_runtime::ModelError;
 
 /// The most of an error response's body read: only its start is shown.
 const ERROR_BODY_BYTES: u64 = 16 * 1024;
@@ -32,7 +33,7 @@ pub(super) struct Sender {
 /// asked us to wait.
 enum Failure {
     Retry(String, Option<Duration>),
-    Final(String),
+    Final(ModelError),
 }
 
 impl Sender {
@@ -50,8 +51,9 @@ impl Sender {
             if calls == 0 && left.is_zero() {
                 // Only a caller's deadline can pass while a query waits
                 // for its turn: its own starts when its turn comes.
-                break "the caller's deadline passed before the query's turn came; not sent"
-                    .to_string();
+                break ModelError::Transport(
+                    "the caller's deadline passed before the query's turn came; not sent".into(),
+                );
             }
             calls += 1;
             let per_attempt = Duration::from_secs_f64(self.config.timeout_seconds);
@@ -66,10 +68,10 @@ impl Sender {
                         };
                     }
                     Ok(Err(failure)) => failure,
-                    Err(_) if left < per_attempt => Failure::Final(format!(
+                    Err(_) if left < per_attempt => Failure::Final(ModelError::Transport(format!(
                         "timed out at the query's deadline ({:.1} s)",
                         allowed.as_secs_f64()
-                    )),
+                    ))),
                     Err(_) => Failure::Retry(self.timed_out(), None),
                 };
             let (message, wait) = match failure {
@@ -86,28 +88,33 @@ impl Sender {
                 }
             };
             if calls > u64::from(self.config.retries) {
-                break message;
+                break ModelError::Transport(message);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if wait >= left {
-                break format!(
+                break ModelError::Transport(format!(
                     "{message}; not retried: waiting {:.1} s would pass the query's deadline \
                      ({:.1} s left of {:.1} s)",
                     wait.as_secs_f64(),
                     left.as_secs_f64(),
                     allowed.as_secs_f64()
-                );
+                ));
             }
             if let Err(refusal) = self.allowance.take() {
-                break format!("{message}; not retried: {refusal}");
+                break ModelError::Transport(format!("{message}; not retried: {refusal}"));
             }
             tokio::time::sleep(wait).await;
         };
+        let after = format!(
+            "(after {calls} attempt{})",
+            if calls == 1 { "" } else { "s" }
+        );
         Exchange {
-            answer: Err(format!(
-                "{reason} (after {calls} attempt{})",
-                if calls == 1 { "" } else { "s" }
-            )),
+            answer: Err(match reason {
+                ModelError::Transport(m) => ModelError::Transport(format!("{m} {after}")),
+                ModelError::BadAnswer(m) => ModelError::BadAnswer(format!("{m} {after}")),
+                other => other,
+            }),
             calls,
             seconds: started.elapsed().as_secs_f64(),
         }
@@ -127,17 +134,17 @@ impl Sender {
         if status.is_success() {
             let cap = self.config.max_response_bytes;
             if let Some(length) = response.content_length().filter(|&n| n > cap) {
-                return Err(Failure::Final(format!(
+                return Err(Failure::Final(ModelError::BadAnswer(format!(
                     "the answer is {length} bytes, over max_response_bytes = {cap}; not read"
-                )));
+                ))));
             }
             let (bytes, cut) = read_capped(&mut response, cap)
                 .await
                 .map_err(|e| self.transport(e))?;
             if cut {
-                return Err(Failure::Final(format!(
+                return Err(Failure::Final(ModelError::BadAnswer(format!(
                     "the answer is over max_response_bytes = {cap}; not read further"
-                )));
+                ))));
             }
             return Ok(bytes);
         }
@@ -156,7 +163,7 @@ impl Sender {
         if status.as_u16() == 429 || status.is_server_error() {
             Err(Failure::Retry(message, retry_after))
         } else {
-            Err(Failure::Final(message))
+            Err(Failure::Final(ModelError::Transport(message)))
         }
     }
 
@@ -169,13 +176,19 @@ impl Sender {
             // The policy's reason is the error's source.
             let reason =
                 std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
-            Failure::Final(format!("request to {}: {reason}", self.url))
+            Failure::Final(ModelError::Transport(format!(
+                "request to {}: {reason}",
+                self.url
+            )))
         } else if e.is_timeout() {
             Failure::Retry(self.timed_out(), None)
         } else if e.is_connect() || e.is_request() || e.is_body() {
             Failure::Retry(format!("connection to {} failed: {e}", self.url), None)
         } else {
-            Failure::Final(format!("request to {} failed: {e}", self.url))
+            Failure::Final(ModelError::Transport(format!(
+                "request to {} failed: {e}",
+                self.url
+            )))
         }
     }
 }

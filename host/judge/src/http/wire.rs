@@ -2,7 +2,9 @@
 //! the answer read back from a response body.
 
 use serde_json::{Value, json};
-use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
+use verifine_runtime::judge_models::{
+    ModelAnswer, ModelError, ModelRequest, TokenLogprob, TokenUsage,
+};
 
 /// Tokens allowed before a constrained choice: whitespace, a code fence.
 const CHOICE_PREAMBLE_TOKENS: u32 = 24;
@@ -12,7 +14,7 @@ pub fn request_body(
     model: &str,
     temperature: f32,
     request: &ModelRequest,
-) -> std::result::Result<String, String> {
+) -> std::result::Result<String, ModelError> {
     let mut messages = Vec::new();
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
@@ -42,8 +44,9 @@ pub fn request_body(
     let choices_schema = (!request.choices.is_empty())
         .then(|| json!({"type": "string", "enum": request.choices}).to_string());
     if let Some(schema) = request.json_schema.as_ref().or(choices_schema.as_ref()) {
-        let schema: Value = serde_json::from_str(schema)
-            .map_err(|e| format!("the query's JSON schema is not JSON: {e}"))?;
+        let schema: Value = serde_json::from_str(schema).map_err(|e| {
+            ModelError::BadQuery(format!("the query's JSON schema is not JSON: {e}"))
+        })?;
         body["response_format"] = json!({
             "type": "json_schema",
             "json_schema": {"name": "answer", "strict": true, "schema": schema},
@@ -67,16 +70,17 @@ pub fn parse_answer(
     bytes: &[u8],
     model: &str,
     seconds: f64,
-) -> std::result::Result<ModelAnswer, String> {
+) -> std::result::Result<ModelAnswer, ModelError> {
     let text = String::from_utf8_lossy(bytes);
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("the answer is not JSON ({e}): {}", snippet(bytes)))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| {
+        ModelError::BadAnswer(format!("the answer is not JSON ({e}): {}", snippet(bytes)))
+    })?;
     let choice = &v["choices"][0];
     let content = choice["message"]["content"].as_str().ok_or_else(|| {
-        format!(
+        ModelError::BadAnswer(format!(
             "the answer has no choices[0].message.content: {}",
             snippet(bytes)
-        )
+        ))
     })?;
     let logprobs = choice["logprobs"]["content"]
         .as_array()

@@ -5,13 +5,15 @@
 //! through the model as one batch ([`JudgeDecoder::forward_batch`](super::model::JudgeDecoder::forward_batch)), so the
 //! weight products are paid once per step, not once per answer.
 
-use super::model::KvCache;
+use super::model::{DecoderError, KvCache};
 use super::shared_prefix::{PromptGroup, group_by_prefix};
 use super::{LocalBackend, argmax, sample, schema, top_k};
 use crate::http::Exchange;
 use std::time::Instant;
 use verifine_base::SplitMix64;
-use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
+use verifine_runtime::judge_models::{
+    ModelAnswer, ModelError, ModelRequest, TokenLogprob, TokenUsage,
+};
 
 /// One free-text answer being decoded.
 struct Decoding<'a> {
@@ -27,12 +29,12 @@ struct Decoding<'a> {
     /// The final text, once finished.
     text: Option<String>,
     /// Why the model could not go on (the answer then fails).
-    error: Option<String>,
+    error: Option<DecoderError>,
 }
 
 /// Where a request stands after its prompt was encoded.
 enum Started<'a> {
-    Done(Result<ModelAnswer, String>, f64),
+    Done(Result<ModelAnswer, ModelError>, f64),
     Decoding(Box<Decoding<'a>>),
 }
 
@@ -92,12 +94,14 @@ pub(super) fn answer_all(backend: &LocalBackend, requests: &[&ModelRequest]) -> 
 /// a prefix together ([`shared_prefix`](super::shared_prefix)); a query
 /// with choices or a schema is then answered at once.
 fn start_all<'a>(backend: &LocalBackend, requests: &[&'a ModelRequest]) -> Vec<Started<'a>> {
-    let prompts: Vec<Result<Vec<u32>, String>> = requests
+    let prompts: Vec<Result<Vec<u32>, ModelError>> = requests
         .iter()
         .map(|request| {
             let prompt = backend.vocabulary.encode(&backend.render(request));
             match prompt.is_empty() {
-                true => Err("the prompt encodes to no tokens".to_string()),
+                true => Err(ModelError::BadQuery(
+                    "the prompt encodes to no tokens".into(),
+                )),
                 false => Ok(prompt),
             }
         })
@@ -125,7 +129,7 @@ fn start_all<'a>(backend: &LocalBackend, requests: &[&'a ModelRequest]) -> Vec<S
         if members.is_empty() {
             continue;
         }
-        let prefilled: Vec<Result<Prefilled, String>> = match members.as_slice() {
+        let prefilled: Vec<Result<Prefilled, DecoderError>> = match members.as_slice() {
             [prompt] => vec![prefill_one(backend, prompt)],
             _ => match backend.prefill_group(&members, group.shared) {
                 Ok(all) => all.into_iter().map(Ok).collect(),
@@ -139,7 +143,7 @@ fn start_all<'a>(backend: &LocalBackend, requests: &[&'a ModelRequest]) -> Vec<S
     }
     states
         .into_iter()
-        .map(|s| s.unwrap_or_else(|| Started::Done(Err("the prompt was not run".into()), 0.0)))
+        .map(|s| s.unwrap_or_else(|| Started::Done(Err(ModelError::Unanswered), 0.0)))
         .collect()
 }
 
@@ -148,7 +152,7 @@ fn start_all<'a>(backend: &LocalBackend, requests: &[&'a ModelRequest]) -> Vec<S
 type Prefilled = (KvCache, Vec<f32>, usize);
 
 /// One prompt from the longest prefix the prompt cache holds.
-fn prefill_one(backend: &LocalBackend, prompt: &[u32]) -> Result<Prefilled, String> {
+fn prefill_one(backend: &LocalBackend, prompt: &[u32]) -> Result<Prefilled, DecoderError> {
     let (mut cache, reused) = backend.start_from_cache(prompt)?;
     let next = backend
         .model
@@ -164,14 +168,14 @@ fn begin<'a>(
     backend: &LocalBackend,
     request: &'a ModelRequest,
     prompt: &[u32],
-    prefilled: Result<Prefilled, String>,
+    prefilled: Result<Prefilled, DecoderError>,
     seconds: f64,
 ) -> Started<'a> {
     let started = Instant::now();
     let elapsed = || seconds + started.elapsed().as_secs_f64();
     let (cache, next, reused) = match prefilled {
         Ok(p) => p,
-        Err(e) => return Started::Done(Err(e), elapsed()),
+        Err(e) => return Started::Done(Err(e.into()), elapsed()),
     };
     backend.remember(prompt, &cache);
     let mut usage = TokenUsage {
@@ -186,12 +190,14 @@ fn begin<'a>(
             usage.output += cursor.tokens as u64;
             Ok(backend.answer(cursor.text, Vec::new(), usage, elapsed()))
         });
+        let answer = answer.map_err(ModelError::from);
         return Started::Done(answer, elapsed());
     }
     if !request.choices.is_empty() {
         let answer = backend
             .choose(request, cache, &next, &mut usage)
-            .map(|(text, logprobs)| backend.answer(text, logprobs, usage, elapsed()));
+            .map(|(text, logprobs)| backend.answer(text, logprobs, usage, elapsed()))
+            .map_err(ModelError::from);
         return Started::Done(answer, elapsed());
     }
     let seed = prompt.iter().fold(0x9e37_79b9, |h, &t| {
@@ -264,7 +270,7 @@ impl Decoding<'_> {
     fn finish(self, backend: &LocalBackend) -> Exchange {
         let seconds = self.seconds;
         let answer = match self.error {
-            Some(error) => Err(error),
+            Some(error) => Err(error.into()),
             None => Ok(ModelAnswer {
                 text: self.text.unwrap_or_default(),
                 logprobs: self.logprobs,

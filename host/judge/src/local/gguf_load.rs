@@ -6,7 +6,9 @@
 //! the others within the sliding window with rotary base 10 000; scores
 //! are scaled by 1/√key_length (1/√(width/heads) for the 62-layer 27B).
 
-use super::model::{Activation, JudgeDecoder, Layer, Result, RopeStyle, Shape, SlidingWindow, e};
+use super::model::{
+    Activation, DecoderError, JudgeDecoder, Layer, Result, RopeStyle, Shape, SlidingWindow, e,
+};
 use super::projection::Projection;
 use candle_core::Device;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file::Content};
@@ -73,9 +75,9 @@ impl JudgeDecoder {
             "llama" => RopeStyle::Adjacent,
             "qwen2" | "gemma3" => RopeStyle::Halves,
             other => {
-                return Err(format!(
+                return Err(DecoderError::Weights(format!(
                     "architecture {other:?} is not supported (llama, qwen2, gemma3)"
-                ));
+                )));
             }
         };
         let gemma = arch == "gemma3";
@@ -84,12 +86,13 @@ impl JudgeDecoder {
             content
                 .metadata
                 .get(&full)
-                .ok_or_else(|| format!("{full} is missing"))
+                .ok_or_else(|| DecoderError::Weights(format!("{full} is missing")))
         };
         let int = |key: &str| -> Result<usize> {
             Ok(meta(key)?
                 .to_u32()
-                .map_err(|err| format!("{arch}.{key}: {err}"))? as usize)
+                .map_err(|err| DecoderError::Weights(format!("{arch}.{key}: {err}")))?
+                as usize)
         };
         let float = |key: &str| meta(key).and_then(|v| v.to_f32().map_err(e));
         let heads = int("attention.head_count")?;
@@ -103,9 +106,9 @@ impl JudgeDecoder {
         {
             Ok(kind) if kind == "linear" => float("rope.scaling.factor").unwrap_or(1.0),
             Ok(kind) if kind != "none" => {
-                return Err(format!(
+                return Err(DecoderError::Weights(format!(
                     "{arch}.rope.scaling.type {kind:?} is not supported (linear)"
-                ));
+                )));
             }
             _ => 1.0,
         };
@@ -113,7 +116,7 @@ impl JudgeDecoder {
         let mut tensor = |name: &str| {
             content
                 .tensor(reader, name, device)
-                .map_err(|err| format!("{name}: {err}"))
+                .map_err(|err| DecoderError::Weights(format!("{name}: {err}")))
         };
         let dense = |t: candle_core::quantized::QTensor| t.dequantize(device).map_err(e);
         let slow = slow_on_this_device(content, device);
@@ -135,10 +138,9 @@ impl JudgeDecoder {
         let mut layers = Vec::new();
         for i in 0..blocks {
             let p = format!("blk.{i}");
-            let optional = |t: std::result::Result<candle_core::quantized::QTensor, String>| {
-                t.ok().map(dense).transpose()
-            };
-            let gemma_norm = |t: std::result::Result<candle_core::quantized::QTensor, String>| {
+            let optional =
+                |t: Result<candle_core::quantized::QTensor>| t.ok().map(dense).transpose();
+            let gemma_norm = |t: Result<candle_core::quantized::QTensor>| {
                 if gemma {
                     t.and_then(dense).map(Some)
                 } else {

@@ -17,6 +17,7 @@
 
 mod attention;
 mod decode;
+pub mod error;
 mod gguf_load;
 pub mod model;
 mod projection;
@@ -34,7 +35,7 @@ use crate::config::{LocalConfig, PromptTemplate};
 use crate::error::{JudgeError, Result};
 use crate::http::Exchange;
 use candle_core::Device;
-use model::{JudgeDecoder, KvCache};
+use model::{DecoderError, JudgeDecoder, KvCache};
 use std::sync::Mutex;
 use verifine_base::SplitMix64;
 use verifine_models::{ChatTemplate, Message, Role, TextTokenizer};
@@ -91,7 +92,8 @@ impl LocalBackend {
             .transpose()
             .map_err(|e| fail(e.to_string()))?;
         let vocabulary = Vocabulary::new(tokenizer, bos, add_bos, &ends);
-        let model = JudgeDecoder::load(&content, &mut file, &device).map_err(fail)?;
+        let model =
+            JudgeDecoder::load(&content, &mut file, &device).map_err(|e| fail(e.to_string()))?;
         Self::from_parts(model, vocabulary, chat_template, config)
     }
 
@@ -101,7 +103,7 @@ impl LocalBackend {
     pub fn from_safetensors(config: &LocalConfig) -> Result<Self> {
         let fail = |m: String| JudgeError::Config(format!("{}: {m}", config.path.display()));
         let device = device(config)?;
-        let spec = safetensors::spec(&config.path).map_err(fail)?;
+        let spec = safetensors::spec(&config.path).map_err(|e| fail(e.to_string()))?;
         let tokenizer = TextTokenizer::from_tokenizer_json(&config.path.join("tokenizer.json"))
             .map_err(|e| JudgeError::Config(e.to_string()))?;
         let tokenizer_config = std::fs::read_to_string(config.path.join("tokenizer_config.json"))
@@ -116,7 +118,8 @@ impl LocalBackend {
             .map_err(|e| JudgeError::Config(e.to_string()))?;
         let vocabulary =
             Vocabulary::new(tokenizer, spec.bos_token_id, add_bos, &spec.eos_token_ids);
-        let model = safetensors::load(&config.path, &spec, &device).map_err(fail)?;
+        let model =
+            safetensors::load(&config.path, &spec, &device).map_err(|e| fail(e.to_string()))?;
         Self::from_parts(model, vocabulary, chat_template, config)
     }
 
@@ -210,8 +213,11 @@ impl LocalBackend {
     pub(crate) fn start_from_cache(
         &self,
         prompt: &[u32],
-    ) -> std::result::Result<(KvCache, usize), String> {
-        let prompts = self.prompts.lock().map_err(|e| e.to_string())?;
+    ) -> std::result::Result<(KvCache, usize), DecoderError> {
+        let prompts = self
+            .prompts
+            .lock()
+            .map_err(|_| DecoderError::Batch("the prompt cache's lock is poisoned".into()))?;
         let best = prompts
             .iter()
             .map(|p| common_prefix(&p.tokens, prompt).min(prompt.len() - 1))
@@ -249,7 +255,7 @@ impl LocalBackend {
         cache: &KvCache,
         next: &[f32],
         text: &str,
-    ) -> std::result::Result<Option<f64>, String> {
+    ) -> std::result::Result<Option<f64>, DecoderError> {
         let tokens = self.vocabulary.encode_continuation(text);
         let Some((&first, rest)) = tokens.split_first() else {
             return Ok(None);
@@ -275,11 +281,11 @@ impl LocalBackend {
         cache: KvCache,
         next: &[f32],
         usage: &mut TokenUsage,
-    ) -> std::result::Result<(String, Vec<TokenLogprob>), String> {
+    ) -> std::result::Result<(String, Vec<TokenLogprob>), DecoderError> {
         let mut scores = Vec::with_capacity(request.choices.len());
         for choice in &request.choices {
             let score = self.continuation_logprob(&cache, next, choice)?;
-            scores.push(score.ok_or("an empty choice")?);
+            scores.push(score.ok_or_else(|| DecoderError::Prompt("an empty choice".into()))?);
         }
         let norm = log_sum_exp(&scores);
         let mut ranked: Vec<(String, f64)> = request

@@ -14,7 +14,9 @@
 use super::projection::Projection;
 use candle_core::{D, DType, Device, Tensor};
 
-pub(super) type Result<T> = std::result::Result<T, String>;
+pub use super::error::DecoderError;
+
+pub(super) type Result<T> = std::result::Result<T, DecoderError>;
 
 /// How rotary embeddings pair up the dimensions of a head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,8 +152,8 @@ impl KvCache {
     }
 }
 
-pub(super) fn e(err: candle_core::Error) -> String {
-    err.to_string()
+pub(super) fn e(err: candle_core::Error) -> DecoderError {
+    DecoderError::from(err)
 }
 
 impl JudgeDecoder {
@@ -172,10 +174,10 @@ impl JudgeDecoder {
             || (shape.head_dim.is_none() && width % shape.heads != 0)
             || !head_dim.is_multiple_of(2)
         {
-            return Err(format!(
+            return Err(DecoderError::Weights(format!(
                 "{} heads, {} KV heads and width {width} do not fit",
                 shape.heads, shape.kv_heads
-            ));
+            )));
         }
         let table = |base| {
             rotary_tables(
@@ -247,14 +249,17 @@ impl JudgeDecoder {
     ) -> Result<Vec<Vec<f32>>> {
         let b = tokens.len();
         if b == 0 || caches.len() != b {
-            return Err(format!("{b} tokens for {} caches", caches.len()));
+            return Err(DecoderError::Batch(format!(
+                "{b} tokens for {} caches",
+                caches.len()
+            )));
         }
         if let Some(full) = caches.iter().find(|c| c.len + 1 > self.context_length) {
-            return Err(format!(
+            return Err(DecoderError::Prompt(format!(
                 "{} tokens exceed the context length {}",
                 full.len + 1,
                 self.context_length
-            ));
+            )));
         }
         let mut x = self.embed(tokens)?.unsqueeze(1).map_err(e)?;
         let positions: Vec<u32> = caches.iter().map(|c| c.len as u32).collect();

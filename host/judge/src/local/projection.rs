@@ -10,7 +10,7 @@
 //! faster in the training sampler's measurements (BENCHMARKS.md) and is no
 //! slower for a long prompt.
 
-use super::model::Result;
+use super::model::{DecoderError, Result};
 use candle_core::quantized::QMatMul;
 use candle_core::{Module, Tensor};
 
@@ -26,7 +26,7 @@ impl Projection {
     /// A dense `[out, in]` matrix, as checkpoints store it.
     pub fn dense(weight: &Tensor) -> Result<Self> {
         let transposed = weight.t().and_then(|t| t.contiguous());
-        Ok(Projection::Dense(transposed.map_err(|e| e.to_string())?))
+        Ok(Projection::Dense(transposed?))
     }
 
     /// The output projection of tied embeddings: the embedding table itself,
@@ -46,12 +46,14 @@ impl Projection {
 
     /// `x · wᵀ` for `x` of any rank whose last dimension is `in`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let e = |err: candle_core::Error| err.to_string();
+        let e = DecoderError::from;
         match self {
             Projection::Quantized(matmul) => matmul.forward(x).map_err(e),
             Projection::Dense(weight) => {
                 let mut dims = x.dims().to_vec();
-                let inner = dims.pop().ok_or("a projection of a scalar")?;
+                let inner = dims
+                    .pop()
+                    .ok_or_else(|| DecoderError::Batch("a projection of a scalar".into()))?;
                 let rows = x.reshape(((), inner)).map_err(e)?;
                 let out = rows.matmul(weight).map_err(e)?;
                 dims.push(weight.dim(1).map_err(e)?);

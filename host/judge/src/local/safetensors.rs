@@ -10,27 +10,28 @@ use std::path::Path;
 use verifine_models::weights::{EMBED, FINAL_NORM, LM_HEAD, block_names};
 use verifine_models::{DecoderSpec, weights};
 
-type Result<T> = std::result::Result<T, String>;
+use super::model::{DecoderError, Result};
 
 /// The shape of the checkpoint in `dir` (`config.json`).
 pub fn spec(dir: &Path) -> Result<DecoderSpec> {
-    DecoderSpec::from_config_json(dir).map_err(|e| e.to_string())
+    DecoderSpec::from_config_json(dir).map_err(|e| DecoderError::Weights(e.to_string()))
 }
 
 /// Loads the decoder of the checkpoint in `dir`.
 pub fn load(dir: &Path, spec: &DecoderSpec, device: &Device) -> Result<JudgeDecoder> {
     if spec.rope_scaling.is_some() {
-        return Err(format!(
+        return Err(DecoderError::Weights(format!(
             "{}: rope_scaling is not supported by the judge decoder yet",
             dir.display()
-        ));
+        )));
     }
-    let mut tensors = weights::load_safetensors_dir(dir, device).map_err(|e| e.to_string())?;
-    weights::check_shapes(spec, &mut tensors, dir).map_err(|e| e.to_string())?;
+    let weights_error = |e: verifine_models::ModelError| DecoderError::Weights(e.to_string());
+    let mut tensors = weights::load_safetensors_dir(dir, device).map_err(weights_error)?;
+    weights::check_shapes(spec, &mut tensors, dir).map_err(weights_error)?;
     let mut take = |name: &str| -> Result<Tensor> {
         tensors
             .remove(name)
-            .ok_or_else(|| format!("{}: no tensor {name}", dir.display()))
+            .ok_or_else(|| DecoderError::Weights(format!("{}: no tensor {name}", dir.display())))
     };
     let embedding = take(EMBED)?;
     let mut layers = Vec::new();

@@ -16,7 +16,7 @@
 //! unconstrained.
 
 use super::LocalBackend;
-use super::model::KvCache;
+use super::model::{DecoderError, KvCache};
 use serde_json::Value;
 
 /// Longest free string or number when the schema sets no bound, in tokens.
@@ -56,19 +56,20 @@ pub enum Schema {
 impl Schema {
     /// Reads `text`; a schema outside the subset is refused naming what
     /// it used.
-    pub fn parse(text: &str) -> Result<Schema, String> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| format!("the query's JSON schema is not JSON: {e}"))?;
+    pub fn parse(text: &str) -> Result<Schema, DecoderError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            DecoderError::Schema(format!("the query's JSON schema is not JSON: {e}"))
+        })?;
         Self::from_value(&value, text)
     }
 
     /// `text` is the schema as written: a JSON map here does not keep
     /// the order of its keys, and properties are written in the order
     /// the schema lists them (an explanation before its verdict).
-    fn from_value(v: &Value, text: &str) -> Result<Schema, String> {
+    fn from_value(v: &Value, text: &str) -> Result<Schema, DecoderError> {
         if let Some(values) = v.get("enum").and_then(Value::as_array) {
             if values.is_empty() {
-                return Err("an empty enum".into());
+                return Err(DecoderError::Schema("an empty enum".into()));
             }
             return Ok(Schema::Enum(values.clone()));
         }
@@ -80,12 +81,14 @@ impl Schema {
         Ok(match kind {
             "object" => {
                 let Some(properties) = v.get("properties").and_then(Value::as_object) else {
-                    return Err("an object schema without properties".into());
+                    return Err(DecoderError::Schema(
+                        "an object schema without properties".into(),
+                    ));
                 };
                 let mut fields = properties
                     .iter()
                     .map(|(name, s)| Ok((name.clone(), Self::from_value(s, text)?)))
-                    .collect::<Result<Vec<_>, String>>()?;
+                    .collect::<Result<Vec<_>, DecoderError>>()?;
                 let written_at = |name: &str| {
                     let quoted = serde_json::to_string(name).unwrap_or_default();
                     text.find(&quoted).unwrap_or(usize::MAX)
@@ -94,11 +97,15 @@ impl Schema {
                 Schema::Object(fields)
             }
             "array" => {
-                let items = v.get("items").ok_or("an array schema without items")?;
+                let items = v
+                    .get("items")
+                    .ok_or_else(|| DecoderError::Schema("an array schema without items".into()))?;
                 let min = bound("minItems").unwrap_or(0);
                 let max = bound("maxItems").unwrap_or(MAX_ITEMS.max(min));
                 if max < min {
-                    return Err(format!("maxItems {max} below minItems {min}"));
+                    return Err(DecoderError::Schema(format!(
+                        "maxItems {max} below minItems {min}"
+                    )));
                 }
                 Schema::Array {
                     items: Box::new(Self::from_value(items, text)?),
@@ -111,10 +118,10 @@ impl Schema {
             "number" => Schema::Number,
             "string" => Schema::String(bound("maxLength")),
             other => {
-                return Err(format!(
+                return Err(DecoderError::Schema(format!(
                     "the local judge cannot enforce a schema of type {other:?} (object, array, \
                      boolean, integer, number, string, enum, const)"
-                ));
+                )));
             }
         })
     }
@@ -144,12 +151,13 @@ impl<'a> Cursor<'a> {
     }
 
     /// Writes the answer `schema` describes.
-    pub(crate) fn value(&mut self, schema: &Schema, follow: &str) -> Result<(), String> {
+    pub(crate) fn value(&mut self, schema: &Schema, follow: &str) -> Result<(), DecoderError> {
         match schema {
             Schema::Object(fields) => {
                 self.literal("{")?;
                 for (i, (name, field)) in fields.iter().enumerate() {
-                    let key = serde_json::to_string(name).map_err(|e| e.to_string())?;
+                    let key = serde_json::to_string(name)
+                        .map_err(|e| DecoderError::Schema(e.to_string()))?;
                     self.literal(&format!("{}{key}: ", if i > 0 { ", " } else { "" }))?;
                     let after = if i + 1 < fields.len() { ", " } else { "}" };
                     self.value(field, after)?;
@@ -183,14 +191,14 @@ impl<'a> Cursor<'a> {
     }
 
     /// Runs `text` as the model's own tokens.
-    fn literal(&mut self, text: &str) -> Result<(), String> {
+    fn literal(&mut self, text: &str) -> Result<(), DecoderError> {
         let ids = self.backend.vocabulary.encode_continuation(text);
         self.run(&ids)?;
         self.text += text;
         Ok(())
     }
 
-    fn run(&mut self, ids: &[u32]) -> Result<(), String> {
+    fn run(&mut self, ids: &[u32]) -> Result<(), DecoderError> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -204,14 +212,14 @@ impl<'a> Cursor<'a> {
     }
 
     /// Writes the likeliest of `options`.
-    fn choose(&mut self, options: &[String]) -> Result<(), String> {
+    fn choose(&mut self, options: &[String]) -> Result<(), DecoderError> {
         let best = self.pick(options)?;
         self.literal(&options[best])
     }
 
     /// The index of the likeliest of `options`, each scored as a whole
     /// continuation of the answer so far.
-    fn pick(&self, options: &[String]) -> Result<usize, String> {
+    fn pick(&self, options: &[String]) -> Result<usize, DecoderError> {
         let mut best = (0, f64::NEG_INFINITY);
         for (i, option) in options.iter().enumerate() {
             let score = self
@@ -226,7 +234,7 @@ impl<'a> Cursor<'a> {
 
     /// Digits (and one point when `decimal`) until ending the number —
     /// writing the first token of `follow` — is likelier than going on.
-    fn number(&mut self, decimal: bool, follow: &str) -> Result<(), String> {
+    fn number(&mut self, decimal: bool, follow: &str) -> Result<(), DecoderError> {
         let end = self
             .backend
             .vocabulary
@@ -264,7 +272,7 @@ impl<'a> Cursor<'a> {
 
     /// A string: its content's tokens until the closing quote is likelier
     /// or the length runs out.
-    fn string(&mut self, max_len: Option<usize>) -> Result<(), String> {
+    fn string(&mut self, max_len: Option<usize>) -> Result<(), DecoderError> {
         self.literal("\"")?;
         let close = self.backend.vocabulary.encode_continuation("\"");
         let mut length = 0;
@@ -361,6 +369,7 @@ mod tests {
         assert!(
             Schema::parse(r#"{"type": "null"}"#)
                 .unwrap_err()
+                .to_string()
                 .contains("\"null\"")
         );
         assert!(Schema::parse(r#"{"type": "array"}"#).is_err());

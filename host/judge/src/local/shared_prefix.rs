@@ -9,7 +9,7 @@
 //! one the prompt would get on its own.
 
 use super::LocalBackend;
-use super::model::{JudgeDecoder, KvCache, Result, attention_mask, e, rms_norm};
+use super::model::{DecoderError, JudgeDecoder, KvCache, Result, attention_mask, e, rms_norm};
 use candle_core::Tensor;
 
 /// Prompts group only when they share at least this many tokens; below it
@@ -145,7 +145,9 @@ impl LocalBackend {
         prompts: &[&[u32]],
         shared: usize,
     ) -> Result<Vec<(KvCache, Vec<f32>, usize)>> {
-        let first = prompts.first().ok_or("an empty group")?;
+        let first = prompts
+            .first()
+            .ok_or_else(|| DecoderError::Batch("an empty group".into()))?;
         // The prefix, from the prompt cache as far as it holds it.
         let (mut prefix, reused) = self.start_from_cache(&first[..=shared])?;
         if reused < shared {
@@ -190,20 +192,20 @@ impl JudgeDecoder {
     ) -> Result<Vec<(Vec<Vec<f32>>, KvCache)>> {
         let past = prefix.len;
         if keep == 0 || suffixes.is_empty() || suffixes.iter().any(|s| s.len() < keep) {
-            return Err(format!(
+            return Err(DecoderError::Batch(format!(
                 "a forward pass needs suffixes of at least {} token(s) to keep",
                 keep.max(1)
-            ));
+            )));
         }
         if let Some(long) = suffixes
             .iter()
             .find(|s| past + s.len() > self.context_length)
         {
-            return Err(format!(
+            return Err(DecoderError::Prompt(format!(
                 "{} tokens exceed the context length {}",
                 past + long.len(),
                 self.context_length
-            ));
+            )));
         }
         let tokens = suffixes.concat();
         let total = tokens.len();

@@ -12,15 +12,21 @@
 //! list of verdicts, or YES/NO for a query with choices. An item it does
 //! not know fails the query, naming it.
 
+mod error;
 pub mod features;
 pub mod train;
+
+pub use error::StudentError;
 
 use crate::http::Exchange;
 use candle_core::{DType, Device, Module, Tensor};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use verifine_runtime::judge_models::{ModelAnswer, ModelRequest, TokenLogprob, TokenUsage};
+use verifine_base::FileError;
+use verifine_runtime::judge_models::{
+    ModelAnswer, ModelError, ModelRequest, TokenLogprob, TokenUsage,
+};
 
 /// `student.json`: what the weights mean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,26 +84,35 @@ impl StudentModel {
     }
 
     /// Loads a student directory written by [`StudentModel::save`].
-    pub fn load(dir: &Path) -> Result<Self, String> {
+    pub fn load(dir: &Path) -> Result<Self, StudentError> {
         let spec_path = dir.join(SPEC);
         let text = std::fs::read_to_string(&spec_path)
-            .map_err(|e| format!("reading {}: {e}", spec_path.display()))?;
+            .map_err(|e| FileError::io("reading", &spec_path, e))?;
         let spec: StudentSpec =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", spec_path.display()))?;
+            serde_json::from_str(&text).map_err(|source| StudentError::Spec {
+                path: spec_path.clone(),
+                source,
+            })?;
         let weights = dir.join(WEIGHTS);
         // SAFETY: the file is only read; a concurrent writer would replace
         // it by a rename, never write into it.
         let vars = unsafe {
             candle_nn::VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &Device::Cpu)
         }
-        .map_err(|e| format!("{}: {e}", weights.display()))?;
-        StudentModel::new(spec, vars).map_err(|e| format!("{}: {e}", weights.display()))
+        .map_err(|source| StudentError::Weights {
+            path: weights.clone(),
+            source,
+        })?;
+        StudentModel::new(spec, vars).map_err(|source| StudentError::Weights {
+            path: weights,
+            source,
+        })
     }
 
     /// Writes `student.safetensors` and `student.json` into `dir`, each
     /// through a temporary file and a rename.
-    pub fn save(&self, dir: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    pub fn save(&self, dir: &Path) -> Result<(), StudentError> {
+        std::fs::create_dir_all(dir).map_err(|e| FileError::io("creating", dir, e))?;
         let tensors: std::collections::HashMap<String, Tensor> = [
             ("hidden.weight", self.hidden.weight()),
             ("output.weight", self.output.weight()),
@@ -115,13 +130,17 @@ impl StudentModel {
         .collect();
         let weights = dir.join(WEIGHTS);
         let tmp = verifine_base::temporary_sibling(&weights);
-        candle_core::safetensors::save(&tensors, &tmp)
-            .map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &weights)
-            .map_err(|e| format!("renaming into {}: {e}", weights.display()))?;
-        let json = serde_json::to_vec_pretty(&self.spec).map_err(|e| e.to_string())?;
-        verifine_base::write_atomically(&dir.join(SPEC), |w| w.write_all(&json))
-            .map_err(|e| e.to_string())
+        if let Err(source) = candle_core::safetensors::save(&tensors, &tmp) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(StudentError::Weights { path: tmp, source });
+        }
+        std::fs::rename(&tmp, &weights).map_err(|e| FileError::io("renaming into", &weights, e))?;
+        let json = serde_json::to_vec_pretty(&self.spec).map_err(|source| StudentError::Spec {
+            path: dir.join(SPEC),
+            source,
+        })?;
+        verifine_base::write_atomically(&dir.join(SPEC), |w| w.write_all(&json))?;
+        Ok(())
     }
 }
 
@@ -157,7 +176,7 @@ pub struct StudentBackend {
 
 impl StudentBackend {
     /// Loads the student in `dir`.
-    pub fn new(dir: &Path) -> Result<Self, String> {
+    pub fn new(dir: &Path) -> Result<Self, StudentError> {
         Ok(StudentBackend {
             model: StudentModel::load(dir)?,
             name: format!("student:{}", dir.display()),
@@ -180,10 +199,12 @@ impl StudentBackend {
             .collect()
     }
 
-    fn answer(&self, request: &ModelRequest) -> Result<ModelAnswer, String> {
+    fn answer(&self, request: &ModelRequest) -> Result<ModelAnswer, ModelError> {
         let started = Instant::now();
         let query = parse_grader_query(&request.prompt).ok_or_else(|| {
-            "the student judge answers only the row-rubric grader's queries".to_string()
+            ModelError::BadQuery(
+                "the student judge answers only the row-rubric grader's queries".into(),
+            )
         })?;
         let columns: Vec<usize> = query
             .items
@@ -194,13 +215,17 @@ impl StudentBackend {
                     .criteria
                     .iter()
                     .position(|(_, text)| text.split_whitespace().eq(item.split_whitespace()))
-                    .ok_or_else(|| format!("the student was not trained on the item {item:?}"))
+                    .ok_or_else(|| {
+                        ModelError::BadQuery(format!(
+                            "the student was not trained on the item {item:?}"
+                        ))
+                    })
             })
             .collect::<Result<_, _>>()?;
         let p = self
             .model
             .predict(&[(query.prompt, query.response)])
-            .map_err(|e| e.to_string())?
+            .map_err(|e| ModelError::Model(e.to_string()))?
             .remove(0);
         let met: Vec<(bool, f64)> = columns
             .iter()

@@ -3,7 +3,7 @@
 //! verdict on; the gate criterion's targets are smoothed by 0.1 (a gate
 //! decides a whole total, so overconfidence there costs most).
 
-use super::{StudentModel, StudentSpec, features};
+use super::{StudentError, StudentModel, StudentSpec, features};
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::{Optimizer, VarBuilder, VarMap};
 use verifine_base::SplitMix64;
@@ -35,10 +35,10 @@ pub struct Settings {
     pub seed: u64,
 }
 
-type Result<T> = std::result::Result<T, String>;
+type Result<T> = std::result::Result<T, StudentError>;
 
-fn e(err: candle_core::Error) -> String {
-    err.to_string()
+fn e(err: candle_core::Error) -> StudentError {
+    StudentError::Tensor(err)
 }
 
 /// Trains a student of `spec` on `examples`; returns it with the mean loss
@@ -50,16 +50,16 @@ pub fn train(
 ) -> Result<(StudentModel, Vec<f64>)> {
     let k = spec.criteria.len();
     if k == 0 || examples.is_empty() {
-        return Err(format!(
+        return Err(StudentError::Examples(format!(
             "nothing to learn: {k} criteria, {} pairs",
             examples.len()
-        ));
+        )));
     }
     if let Some(bad) = examples.iter().find(|x| x.labels.len() != k) {
-        return Err(format!(
+        return Err(StudentError::Examples(format!(
             "a pair has {} labels for {k} criteria",
             bad.labels.len()
-        ));
+        )));
     }
     let gate = spec
         .gate
@@ -68,7 +68,9 @@ pub fn train(
             spec.criteria
                 .iter()
                 .position(|(id, _)| id == g)
-                .ok_or_else(|| format!("the gate {g:?} is none of the criteria"))
+                .ok_or_else(|| {
+                    StudentError::Examples(format!("the gate {g:?} is none of the criteria"))
+                })
         })
         .transpose()?;
     let varmap = VarMap::new();
@@ -161,7 +163,10 @@ fn batch_loss(
 /// Replaces candle's random initialisation with a seeded one (uniform in
 /// ±1/√fan_in for weights, zero biases), so a distillation is reproducible.
 fn seed_weights(varmap: &VarMap, seed: u64) -> Result<()> {
-    let data = varmap.data().lock().map_err(|err| err.to_string())?;
+    let data = varmap
+        .data()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut names: Vec<&String> = data.keys().collect();
     names.sort();
     let mut rng = SplitMix64::new(seed);

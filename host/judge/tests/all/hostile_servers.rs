@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use verifine_judge::cache::DiskCache;
 use verifine_judge::scripted_server::{Reply, completion, serve};
 use verifine_judge::{Judges, JudgesConfig};
-use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
+use verifine_runtime::judge_models::{JudgeModels, ModelError, ModelRequest};
 
 /// One judge named `judge` at `url`: `backend` adds to its backend table,
 /// `judge` adds lines to the judge's table.
@@ -32,7 +32,10 @@ fn http_judge(url: &str, backend: &str) -> Judges {
 }
 
 fn ask(judges: &Judges, prompt: &str) -> Result<String, String> {
-    let answer = judges.ask("p", &[ModelRequest::new(prompt, 4)]).remove(0)?;
+    let answer = judges
+        .ask("p", &[ModelRequest::new(prompt, 4)])
+        .remove(0)
+        .map_err(|e| e.to_string())?;
     Ok(answer.text)
 }
 
@@ -154,13 +157,13 @@ fn a_silent_server_is_left_at_the_query_or_the_callers_deadline() {
         .unwrap_err();
     assert!(started.elapsed() < Duration::from_millis(1300), "{err}");
     assert!(
-        err.contains("timed out at the query's deadline (0.3 s)"),
+        matches!(&err, ModelError::Transport(m) if m.contains("timed out at the query's deadline (0.3 s)")),
         "{err}"
     );
     // A deadline already past sends nothing and spends no call.
     let fast = [ModelRequest::new("fast", 4)];
     let err = judges.ask_before("p", &fast, Instant::now()).remove(0);
-    assert!(err.unwrap_err().contains("not sent"));
+    assert!(matches!(err.unwrap_err(), ModelError::Transport(m) if m.contains("not sent")));
     assert_eq!(requests(&server), 2);
     assert_eq!(judges.ledgers()["judge"].calls, 1);
     assert_eq!(ask(&judges, "fast").unwrap(), "YES");

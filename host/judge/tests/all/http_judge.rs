@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use verifine_judge::scripted_server::{Reply, completion, serve};
 use verifine_judge::{Judges, JudgesConfig};
-use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
+use verifine_runtime::judge_models::{JudgeModels, ModelError, ModelRequest};
 
 /// One judge named `judge` at `url`, with extra TOML lines for its table.
 fn judges(url: &str, extra: &str, cache: Option<&std::path::Path>) -> Judges {
@@ -111,7 +111,7 @@ fn rate_limits_and_server_errors_are_retried_and_client_errors_are_not() {
         .clone()
         .unwrap_err();
     assert!(
-        err.contains("HTTP 500") && err.contains("after 2 attempts"),
+        matches!(&err, ModelError::Transport(m) if m.contains("HTTP 500") && m.contains("after 2 attempts")),
         "{err}"
     );
     assert_eq!(judges_.ledgers()["judge"].failures, 1);
@@ -122,7 +122,7 @@ fn rate_limits_and_server_errors_are_retried_and_client_errors_are_not() {
         .clone()
         .unwrap_err();
     assert!(
-        err.contains("HTTP 400") && err.contains("after 1 attempt"),
+        matches!(&err, ModelError::Transport(m) if m.contains("HTTP 400") && m.contains("after 1 attempt")),
         "{err}"
     );
     assert_eq!(bad_request.received.lock().unwrap().len(), 1);
@@ -136,7 +136,7 @@ fn a_slow_server_times_out_per_request_and_a_dead_one_fails_cleanly() {
         .clone()
         .unwrap_err();
     assert!(
-        err.contains("timed out after 0.2 s") && err.contains("2 attempts"),
+        matches!(&err, ModelError::Transport(m) if m.contains("timed out after 0.2 s") && m.contains("2 attempts")),
         "{err}"
     );
 
@@ -155,7 +155,7 @@ fn a_slow_server_times_out_per_request_and_a_dead_one_fails_cleanly() {
         .clone()
         .unwrap_err();
     assert!(
-        err.contains("connection") && err.contains("2 attempts"),
+        matches!(&err, ModelError::Transport(m) if m.contains("connection") && m.contains("2 attempts")),
         "{err}"
     );
 }
@@ -202,9 +202,9 @@ fn budgets_stop_asking_and_say_so() {
         .collect();
     let answers = judges_.ask("p", &asked);
     assert!(answers[0].is_ok() && answers[1].is_ok());
-    assert!(answers[2].as_ref().unwrap_err().contains("max_calls 2"));
+    assert!(matches!(&answers[2], Err(ModelError::OverBudget(m)) if m.contains("max_calls 2")));
     let later = judges_.ask("p", &asked[..1]);
-    assert!(later[0].as_ref().unwrap_err().contains("budget exhausted"));
+    assert!(matches!(&later[0], Err(ModelError::OverBudget(m)) if m.contains("budget exhausted")));
     assert_eq!(server.received.lock().unwrap().len(), 2);
 }
 
@@ -267,10 +267,18 @@ fn configs_name_what_is_wrong() {
         ..ModelRequest::new("q", 4)
     };
     let answers = judges_.ask("p", &[golden, ModelRequest::new("q", 4)]);
+    assert_eq!(
+        answers[0].as_ref().unwrap_err(),
+        &ModelError::UnknownJudge {
+            name: "golden-1".into(),
+            known: vec!["judge".into()]
+        }
+    );
     assert!(
         answers[0]
             .as_ref()
             .unwrap_err()
+            .to_string()
             .contains("\"golden-1\" (configured: judge)")
     );
     assert!(answers[1].is_ok());

@@ -12,7 +12,7 @@ use crate::common::llama::{Server, free_port, post, setup};
 use std::path::Path;
 use std::time::Duration;
 use verifine_judge::{Judges, JudgesConfig};
-use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
+use verifine_runtime::judge_models::{JudgeModels, ModelError, ModelRequest};
 
 fn judges(port: u16, extra: &str, cache: Option<&Path>) -> Judges {
     let cache = cache.map_or(String::new(), |d| {
@@ -81,7 +81,7 @@ fn the_http_judge_speaks_to_llama_server() {
         .collect();
     let answers = budgeted.ask("test", &three);
     assert!(answers[0].is_ok() && answers[1].is_ok(), "{answers:?}");
-    assert!(answers[2].as_ref().unwrap_err().contains("max_calls 2"));
+    assert!(matches!(&answers[2], Err(ModelError::OverBudget(m)) if m.contains("max_calls 2")));
 
     // The server stops mid-run and comes back on the same port: retries
     // with backoff carry the query over the gap.
