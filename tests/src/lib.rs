@@ -51,50 +51,13 @@ pub fn cargo_metadata(extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
 }
 
-/// A fresh, empty directory for one test.
+/// A fresh, empty directory for one test (removed after a passing test,
+/// kept after a failing one).
 pub fn scratch_dir(test: &str) -> ScratchDir {
-    let dir = std::env::temp_dir().join(format!("verifine-test-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    ScratchDir(dir)
+    verifine_base::scratch_dir(&format!("test-{test}"))
 }
 
-/// A test's directory, removed when the test is done with it; a failing
-/// test's is kept (and its path is in the failure's output) to look at.
-#[derive(Debug)]
-pub struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    /// The path, the directory left in place (for a server that outlives
-    /// the value).
-    pub fn keep(self) -> PathBuf {
-        let path = self.0.clone();
-        std::mem::forget(self);
-        path
-    }
-}
-
-impl std::ops::Deref for ScratchDir {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for ScratchDir {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
+pub use verifine_base::ScratchDir;
 
 /// Paths of the hostile plugins built by this crate's build script.
 pub mod hostile {

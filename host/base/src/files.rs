@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn malformed_line_names_file_and_line() {
-        let dir = std::env::temp_dir().join(format!("verifine-data-{}", std::process::id()));
+        let dir = crate::scratch_path("data");
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("rows.jsonl");
         std::fs::write(&path, "{\"a\":1}\n\n{\"a\":\n").unwrap();
@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn creates_missing_parent_directories() {
-        let dir = std::env::temp_dir().join(format!("verifine-parent-{}", std::process::id()));
+        let dir = crate::scratch_path("parent");
         let _ = std::fs::remove_dir_all(&dir);
         let path = dir.join("runs").join("out.jsonl");
         write_jsonl(&path, &[serde_json::json!({"id": 1})]).unwrap();
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn failed_write_leaves_the_old_file() {
-        let dir = std::env::temp_dir().join(format!("verifine-atomic-{}", std::process::id()));
+        let dir = crate::scratch_path("atomic");
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("out.jsonl");
         std::fs::write(&path, "old").unwrap();
@@ -325,7 +325,7 @@ mod tests {
     #[test]
     #[cfg(unix)]
     fn a_symlink_planted_at_a_temporary_name_is_not_followed() {
-        let dir = std::env::temp_dir().join(format!("verifine-plant-{}", std::process::id()));
+        let dir = crate::scratch_path("plant");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let victim = dir.join("victim");
@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn an_overlong_row_is_refused_with_its_line_before_it_is_read_whole() {
-        let dir = std::env::temp_dir().join(format!("verifine-long-row-{}", std::process::id()));
+        let dir = crate::scratch_path("long-row");
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("rows.jsonl");
         let mut text = String::from("{\"a\":1}\r\n{\"a\":\"");

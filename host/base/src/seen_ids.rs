@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn the_scratch_file_is_removed_when_done() {
-        let dir = std::env::temp_dir().join(format!("seen-ids-test-{}", std::process::id()));
+        let dir = crate::scratch_path("seen-ids-test");
         std::fs::create_dir_all(&dir).unwrap();
         let mut seen = SeenIds::with_limit(4, &dir);
         for line in 1..=100 {

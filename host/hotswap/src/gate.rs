@@ -295,3 +295,7 @@ fn canary_steps(step: usize) -> Vec<u64> {
         step + 1 + (random >> 32) % 1_000_000,
     ]
 }
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;
