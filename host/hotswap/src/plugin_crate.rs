@@ -12,7 +12,7 @@ pub fn target_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("VERIFINE_PLUGIN_TARGET_DIR") {
         return PathBuf::from(dir);
     }
-    verifine_runtime::engine::default_cache_dir()
+    verifine_runtime::default_cache_dir()
         .and_then(|code| code.parent().map(|p| p.join("plugin-target")))
         .unwrap_or_else(|| std::env::temp_dir().join("verifine-plugin-target"))
 }

@@ -22,25 +22,27 @@
 
 #![warn(missing_docs)]
 
+// The generated bindings stay inside: what other crates see of the contract
+// is the records re-exported below, by name.
 #[allow(missing_docs)] // generated from wit/, documented there
-pub mod bindings;
-pub mod builders;
+mod bindings;
+mod builders;
 pub mod builtin;
 pub mod cases;
 pub mod code_cache;
-pub mod engine;
-pub mod error;
+mod engine;
+mod error;
 mod host_judges;
-pub mod host_state;
-pub mod instance;
+mod host_state;
+mod instance;
 pub mod judge_models;
-pub mod limiter;
+mod limiter;
 pub mod metadata;
 #[cfg(feature = "native")]
 pub mod native;
-pub mod output;
+mod output;
 mod packed;
-pub mod plugin;
+mod plugin;
 pub mod rows;
 pub mod score_stream;
 pub mod scorer_pool;
@@ -49,12 +51,21 @@ pub mod scoring_bounds;
 pub mod stats;
 mod versions;
 
-pub use bindings::*;
-pub use error::RuntimeError;
+/// The contract's records, as plugins and hosts exchange them (generated
+/// from the current `wit/` version; older versions convert to these).
+pub use bindings::{
+    Candidate, Context, Criterion, CurriculumDecision, DimensionHistory, JudgeAnswer, JudgeQuery,
+    Judgment, LogLevel, ModelQuery, MonitorPoint, RubricInfo, Sample, SampleFields, Scoring,
+    Selection, SubScore, TokenLogprob, TokenUsage, TriggerDecision, Verdict,
+};
+pub use engine::default_cache_dir;
+pub use error::{Result, RuntimeError};
 pub use instance::{PluginError, PluginInstance};
 pub use judge_models::{JudgeModels, ModelAnswer, ModelError, ModelRequest, SharedJudgeModels};
+pub use limiter::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 pub use metadata::{HOST_API_VERSION, PluginKind, PluginMetadata};
 #[cfg(feature = "native")]
 pub use native::NativePlugin;
+pub use output::StderrTail;
 pub use plugin::{Limits, Plugin, Runtime, spec_bytes};
 pub use verifine_base::{PluginSetting, PluginSpec, Provenance};

@@ -31,6 +31,7 @@ impl SandboxLimiter {
     }
 
     /// Bytes held so far.
+    #[cfg(test)]
     pub fn used(&self) -> usize {
         self.used
     }
