@@ -27,6 +27,18 @@ pub enum ServeError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The listening socket has no address to report (it was closed under
+    /// the server, say).
+    #[error("reading the listening socket's address: {0}")]
+    UnnamedSocket(std::io::Error),
+    /// The async runtime that serves connections could not start.
+    #[error("starting the async runtime that serves {address}: {source}")]
+    AsyncRuntime {
+        /// The address it was to serve.
+        address: std::net::SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// A file of the serve directory.
     #[error("{action} {}: {source}", path.display())]
     Io {

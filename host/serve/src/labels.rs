@@ -296,11 +296,7 @@ async fn save(
 /// Serves the label page on `listener` on a thread of its own until
 /// [`RunningServer::stop`].
 pub fn spawn(router: Router, listener: std::net::TcpListener) -> Result<RunningServer> {
-    let address = listener.local_addr().map_err(|source| ServeError::Io {
-        action: "reading the address of",
-        path: PathBuf::from("the listening socket"),
-        source,
-    })?;
+    let address = listener.local_addr().map_err(ServeError::UnnamedSocket)?;
     Ok(RunningServer::serve(address, move |shutdown| {
         serve_blocking(router, listener, shutdown)
     }))

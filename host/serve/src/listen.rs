@@ -7,7 +7,6 @@ use crate::error::{Result, ServeError};
 use crate::limits::ConnectionLimits;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Semaphore, watch};
@@ -27,11 +26,7 @@ pub fn serve_router(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let address = listener.local_addr().map_err(|source| ServeError::Io {
-        action: "reading the address of",
-        path: PathBuf::from("the listening socket"),
-        source,
-    })?;
+    let address = listener.local_addr().map_err(ServeError::UnnamedSocket)?;
     let socket_error = |action, source| ServeError::Socket {
         action,
         address,
@@ -45,7 +40,7 @@ pub fn serve_router(
         .thread_name("verifine-serve-io")
         .enable_all()
         .build()
-        .map_err(|e| socket_error("starting the runtime for", e))?;
+        .map_err(|source| ServeError::AsyncRuntime { address, source })?;
     let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         accept_until(listener, router, limits, shutdown).await;
