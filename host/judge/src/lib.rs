@@ -191,7 +191,7 @@ impl Judges {
         }
         answers
             .into_iter()
-            .map(|a| a.unwrap_or_else(|| Err(ModelError::Unanswered)))
+            .map(|a| a.unwrap_or(Err(ModelError::Unanswered)))
             .collect()
     }
 }
@@ -295,7 +295,7 @@ impl Judge {
         }
         answers
             .into_iter()
-            .map(|a| a.unwrap_or_else(|| Err(ModelError::Unanswered)))
+            .map(|a| a.unwrap_or(Err(ModelError::Unanswered)))
             .collect()
     }
 }
