@@ -39,7 +39,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
-    let run = std::env::temp_dir().join(format!("verifine-swap-bench-{}", std::process::id()));
+    let run = verifine_base::scratch_path("swap-bench");
     let _ = std::fs::remove_dir_all(&run);
     std::fs::create_dir_all(&run)?;
     std::fs::write(run.join("config.toml"), "")?;

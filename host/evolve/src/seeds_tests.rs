@@ -127,7 +127,7 @@ fn runs_of_different_configs_are_refused() {
 
 #[test]
 fn the_report_is_written_as_json_markdown_and_a_plot() {
-    let dir = std::env::temp_dir().join(format!("verifine-seeds-{}", std::process::id()));
+    let dir = verifine_base::scratch_path("seeds");
     std::fs::create_dir_all(&dir).unwrap();
     let runs = [
         run(0, [0.50, 0.20, 0.45, 0.68, 0.69, 0.70], &[0.87, 0.90]),

@@ -9,11 +9,8 @@ use verifine_hotswap::agent::{Accept, AgentConfig, ask};
 use verifine_hotswap::revision::{Origin, RevisionRecord};
 use verifine_runtime::{PluginKind, Provenance};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-agent-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_dir(&format!("agent-{name}"))
 }
 
 fn script(dir: &Path, body: &str) -> PathBuf {

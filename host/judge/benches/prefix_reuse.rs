@@ -98,7 +98,7 @@ fn measure(local_keep: usize, model: &std::path::Path, queries: &[ModelRequest])
 }
 
 fn main() {
-    let dir = std::env::temp_dir().join(format!("verifine-prefix-bench-{}", std::process::id()));
+    let dir = verifine_base::scratch_path("prefix-bench");
     std::fs::create_dir_all(&dir).unwrap();
     let model = dir.join("judge.gguf");
     let spec = TinySpec {

@@ -7,17 +7,14 @@ use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use verifine_models::weights::{expected_shapes, save_safetensors};
 use verifine_models::{DecoderSpec, Message, ModelError, Pretrained, Role, Weights};
 
 const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-models-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_dir(&format!("models-{name}"))
 }
 
 /// Byte-level alphabet, two merges and two control tokens.

@@ -323,16 +323,14 @@ impl Runtime {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("verifine-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+    fn scratch(name: &str) -> verifine_base::ScratchDir {
+        verifine_base::scratch_path(name)
     }
 
     #[test]
     fn compiled_code_is_cached_and_a_corrupt_entry_is_replaced() {
         let cache = scratch("code-cache");
-        let runtime = Runtime::with_cache(Limits::default(), Some(cache.clone())).unwrap();
+        let runtime = Runtime::with_cache(Limits::default(), Some(cache.to_path_buf())).unwrap();
         let first = runtime.load("weighted-sum").unwrap();
         let entries: Vec<PathBuf> = std::fs::read_dir(&cache)
             .unwrap()
@@ -368,7 +366,7 @@ mod tests {
     #[test]
     fn cache_entries_are_run_only_when_their_tag_verifies() {
         let cache = scratch("code-cache-hostile");
-        let runtime = Runtime::with_cache(Limits::default(), Some(cache.clone())).unwrap();
+        let runtime = Runtime::with_cache(Limits::default(), Some(cache.to_path_buf())).unwrap();
         let aggregator = runtime.load("weighted-sum").unwrap();
         let rubric = runtime.load("math-answer").unwrap();
         let entry_of = |sha: &str| {
@@ -417,7 +415,7 @@ mod tests {
         let cache = scratch("code-cache-open");
         std::fs::create_dir_all(&cache).unwrap();
         std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let runtime = Runtime::with_cache(Limits::default(), Some(cache.clone())).unwrap();
+        let runtime = Runtime::with_cache(Limits::default(), Some(cache.to_path_buf())).unwrap();
         let plugin = runtime.load("weighted-sum").unwrap();
         assert!(
             plugin

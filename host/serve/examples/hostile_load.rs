@@ -66,11 +66,11 @@ fn main() {
 
 /// `serve` mode: the default limits, math-answer, until stdin closes.
 fn serve() {
-    let dir = std::env::temp_dir().join(format!("verifine-hostile-load-{}", std::process::id()));
+    let scratch = verifine_base::scratch_path("hostile-load");
     let options = ServeOptions {
         rubric: PluginSetting::new("math-answer"),
         aggregator: None,
-        dir,
+        dir: scratch.to_path_buf(),
         address: "127.0.0.1:0".parse().unwrap(),
         token: None,
         limits: RequestLimits::default(),

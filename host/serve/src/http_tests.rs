@@ -11,15 +11,18 @@ use std::time::Duration;
 use tower::ServiceExt as _;
 use verifine_runtime::{Limits, PluginSetting, Runtime};
 
-/// The app of a server on loopback, with `token` and `limits`, and the
-/// `Host` that names it.
-fn app(name: &str, token: Option<&str>, limits: RequestLimits) -> (Arc<App>, String) {
-    let dir = std::env::temp_dir().join(format!("verifine-oneshot-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// The app of a server on loopback, with `token` and `limits`, the
+/// `Host` that names it, and its directory (removed when dropped).
+fn app(
+    name: &str,
+    token: Option<&str>,
+    limits: RequestLimits,
+) -> (Arc<App>, String, verifine_base::ScratchDir) {
+    let dir = verifine_base::scratch_path(&format!("oneshot-{name}"));
     let options = ServeOptions {
         rubric: PluginSetting::new("math-answer"),
         aggregator: None,
-        dir,
+        dir: dir.to_path_buf(),
         address: "127.0.0.1:0".parse().unwrap(),
         token: token.map(str::to_string),
         limits,
@@ -36,7 +39,7 @@ fn app(name: &str, token: Option<&str>, limits: RequestLimits) -> (Arc<App>, Str
         },
     };
     let server = Server::bind(options, Runtime::new(Limits::default()).unwrap()).unwrap();
-    (server.app(), server.local_addr().to_string())
+    (server.app(), server.local_addr().to_string(), dir)
 }
 
 /// A request the guard lets through: the server's Host, a JSON body.
@@ -62,7 +65,7 @@ const ONE_ROW: &str =
 
 #[tokio::test]
 async fn scores_a_row_and_names_the_revisions() {
-    let (app, host) = app("scores", None, RequestLimits::default());
+    let (app, host, _dir) = app("scores", None, RequestLimits::default());
     let (status, headers, body) = ask(&app, post(&host, "/v1/score", ONE_ROW)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["rows"][0]["total"], json!(1.0), "{body}");
@@ -76,7 +79,7 @@ async fn scores_a_row_and_names_the_revisions() {
 
 #[tokio::test]
 async fn an_unknown_route_is_a_404_that_lists_the_routes() {
-    let (app, host) = app("routes", None, RequestLimits::default());
+    let (app, host, _dir) = app("routes", None, RequestLimits::default());
     let (status, _, body) = ask(&app, post(&host, "/v2/score", ONE_ROW)).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(
@@ -87,7 +90,7 @@ async fn an_unknown_route_is_a_404_that_lists_the_routes() {
 
 #[tokio::test]
 async fn without_the_token_only_health_answers() {
-    let (app, host) = app("auth", Some("s3cret"), RequestLimits::default());
+    let (app, host, _dir) = app("auth", Some("s3cret"), RequestLimits::default());
     let (status, headers, body) = ask(&app, post(&host, "/v1/score", ONE_ROW)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     assert_eq!(headers[header::WWW_AUTHENTICATE], "Bearer");
@@ -106,7 +109,7 @@ async fn without_the_token_only_health_answers() {
 
 #[tokio::test]
 async fn the_guard_refuses_foreign_hosts_and_bodies_that_are_not_json() {
-    let (app, host) = app("guard", None, RequestLimits::default());
+    let (app, host, _dir) = app("guard", None, RequestLimits::default());
     let mut foreign = post(&host, "/v1/score", ONE_ROW);
     foreign
         .headers_mut()
@@ -124,7 +127,7 @@ async fn limits_answer_413_and_503_with_retry_after() {
         max_samples_per_request: 1,
         ..RequestLimits::default()
     };
-    let (app, host) = app("limits", None, limits);
+    let (app, host, _dir) = app("limits", None, limits);
     let two_rows = r#"{"rows": [{"id": "a", "prompt": "p", "response": "r"}, {"id": "b", "prompt": "p", "response": "r"}]}"#;
     let (status, _, body) = ask(&app, post(&host, "/v1/score", two_rows)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
@@ -142,7 +145,7 @@ async fn limits_answer_413_and_503_with_retry_after() {
 
 #[tokio::test]
 async fn a_body_that_does_not_parse_is_a_400_with_the_reason() {
-    let (app, host) = app("parse", None, RequestLimits::default());
+    let (app, host, _dir) = app("parse", None, RequestLimits::default());
     let (status, _, body) = ask(&app, post(&host, "/v1/score", "{\"rows\": 3}")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body["error"].is_string(), "{body}");

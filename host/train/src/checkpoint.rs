@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_replacement_leave_one_complete_checkpoint() {
-        let dir = std::env::temp_dir().join(format!("verifine-ckpt-{}", std::process::id()));
+        let dir = verifine_base::scratch_path("ckpt");
         let _ = std::fs::remove_dir_all(&dir);
         let varmap = VarMap::new();
         let _model = Decoder::new(ModelConfig::tiny(7), &varmap, &Device::Cpu).unwrap();

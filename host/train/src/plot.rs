@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(smoothed[3], (3.0, 1.5));
         assert_eq!(smoothed[9], (9.0, 7.5));
 
-        let dir = std::env::temp_dir().join(format!("verifine-plot-{}", std::process::id()));
+        let dir = verifine_base::scratch_path("plot");
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("plot.png");
         draw(&series, &path).unwrap();

@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn saves_and_loads_the_same_tokenizer() {
         let tok = trained();
-        let dir = std::env::temp_dir().join(format!("verifine-tok-{}", std::process::id()));
+        let dir = verifine_base::scratch_path("tok");
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("tokenizer.json");
         tok.save(&path).unwrap();

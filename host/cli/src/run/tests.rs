@@ -1,9 +1,7 @@
 //! Tiny runs end to end: outputs, resume, self-verification, curriculum, bf16.
 use super::*;
-use std::path::PathBuf;
 use verifine_runtime::PluginSetting;
 use verifine_train::config::{CheckpointConfig, GrpoPhase, ModelSize, SelfVerification, SftConfig};
-use verifine_train::grpo::GrpoConfig;
 use verifine_train::metrics_log;
 
 /// A run small enough for a unit test (a few seconds).
@@ -14,46 +12,33 @@ fn tiny_config() -> RunConfig {
     }
 }
 
+/// The shared tiny run, with a periodic evaluation and checkpoints every
+/// other step over three steps of each phase.
 fn tiny_training() -> TrainConfig {
+    let tiny = verifine_train::test_support::tiny_config();
     TrainConfig {
         train_problems: 200,
         heldout_problems: 10,
         eval_every: 2,
-        vocab_size: 300,
         model: ModelSize {
-            hidden_size: 16,
-            num_layers: 1,
-            num_heads: 2,
-            num_kv_heads: 1,
-            intermediate_size: 32,
             max_seq_len: 160,
-            ..ModelSize::default()
+            ..tiny.model
         },
         sft: SftConfig {
             steps: 3,
-            batch_size: 4,
-            ..SftConfig::default()
+            ..tiny.sft
         },
         grpo: GrpoPhase {
             steps: 3,
-            prompts_per_step: 2,
-            max_new_tokens: 8,
-            objective: GrpoConfig {
-                num_generations: 2,
-                dynamic_sampling: false,
-                ..GrpoConfig::default()
-            },
-            ..GrpoPhase::default()
+            ..tiny.grpo
         },
         checkpoints: CheckpointConfig { every: 2, keep: 10 },
-        ..TrainConfig::default()
+        ..tiny
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-train-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_path(&format!("train-{name}"))
 }
 
 #[test]

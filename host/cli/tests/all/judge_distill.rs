@@ -10,11 +10,8 @@ use std::path::{Path, PathBuf};
 use verifine::commands::judge::distill::{DistillArgs, distill};
 use verifine::commands::score::{ScoreArgs, score};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-distill-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_dir(&format!("distill-{name}"))
 }
 
 const ITEM: &str = "The final answer is correct.";

@@ -1,7 +1,7 @@
 //! What a user outside this repository sees of a release: the version
 //! line, and scaffolds that get the SDK the way they are told.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn verifine(dir: &Path, args: &[&str]) -> String {
@@ -16,11 +16,8 @@ fn verifine(dir: &Path, args: &[&str]) -> String {
     text
 }
 
-fn empty_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-release-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn empty_dir(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_dir(&format!("release-{name}"))
 }
 
 #[test]

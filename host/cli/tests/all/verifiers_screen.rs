@@ -4,14 +4,11 @@
 #![cfg(feature = "local-judge")]
 
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use verifine::commands::verifiers::{ScreenArgs, screen};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-screen-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_dir(&format!("screen-{name}"))
 }
 
 fn write_lines(path: &Path, rows: &[Value]) {

@@ -3,7 +3,7 @@
 //! nothing (a run whose test set was labelled by another annotator takes
 //! exactly the same decisions).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use verifine_evolve::{EvolveConfig, start};
 
 use crate::common::{read, scratch, tiny};
@@ -253,7 +253,7 @@ fn with_agent(
     name: &str,
     body: &str,
 ) -> (
-    PathBuf,
+    verifine_base::ScratchDir,
     verifine_evolve::Result<verifine_evolve::EvolveSummary>,
 ) {
     use std::os::unix::fs::PermissionsExt;

@@ -68,7 +68,7 @@ mod tests {
 
     #[test]
     fn only_files_and_directories_pass() {
-        let dir = std::env::temp_dir().join(format!("verifine-tree-{}", std::process::id()));
+        let dir = verifine_base::scratch_path("tree");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("a/b")).unwrap();
         std::fs::write(dir.join("a/b/rules.json"), "{}").unwrap();

@@ -5,7 +5,7 @@
 //! time, calls counted by the server, trust), and a good query still works
 //! afterwards.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use verifine_judge::cache::DiskCache;
@@ -52,10 +52,8 @@ fn requests(server: &verifine_judge::scripted_server::Server) -> usize {
     server.received.lock().unwrap().len()
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-hostile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_path(&format!("hostile-{name}"))
 }
 
 #[test]
@@ -275,7 +273,7 @@ fn a_forged_or_copied_cache_entry_is_a_miss_and_is_overwritten() {
     });
     let dir = scratch("forged");
     let judges = judge_at(&server.url, "", "", Some(&dir));
-    let cache = DiskCache::open(dir.clone()).unwrap();
+    let cache = DiskCache::open(dir.to_path_buf()).unwrap();
     let question = ModelRequest::new("is it right?", 4);
     let key = DiskCache::key(&server.url, "m", &question);
     // A planted verdict "NO" under a made-up tag.
@@ -311,7 +309,7 @@ fn a_cache_directory_others_may_write_is_not_used() {
     let question = ModelRequest::new("is it right?", 4);
     // An entry that verifies, saying "NO", in a directory anyone may
     // write: nothing in it can be trusted, signed or not.
-    let cache = DiskCache::open(dir.clone()).unwrap();
+    let cache = DiskCache::open(dir.to_path_buf()).unwrap();
     let key = DiskCache::key(&server.url, "m", &question);
     let planted: verifine_runtime::ModelAnswer =
         serde_json::from_slice(&planted_answer("NO")).unwrap();

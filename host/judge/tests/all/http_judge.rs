@@ -20,10 +20,8 @@ fn judges(url: &str, extra: &str, cache: Option<&std::path::Path>) -> Judges {
     Judges::new(&JudgesConfig::parse(&text, "test.toml").unwrap()).unwrap()
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-judge-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_path(&format!("judge-{name}"))
 }
 
 #[test]

@@ -35,7 +35,7 @@ fn the_http_judge_speaks_to_llama_server() {
     };
     let port = free_port();
     let server = Server::start(&root, port);
-    let cache = std::env::temp_dir().join(format!("verifine-llama-cache-{}", std::process::id()));
+    let cache = verifine_base::scratch_path("llama-cache");
     let _ = std::fs::remove_dir_all(&cache);
     let judge = judges(port, "", Some(&cache));
 

@@ -10,11 +10,8 @@ use verifine_judge::local::tiny::{TinySpec, write_tiny_llama};
 use verifine_judge::{Judges, JudgesConfig, LocalConfig, PromptTemplate};
 use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-local-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_dir(&format!("local-{name}"))
 }
 
 fn tiny_model(dir: &std::path::Path) -> PathBuf {

@@ -158,7 +158,7 @@ fn detached_copy_records_no_graph() {
 
 #[test]
 fn weights_round_trip_through_safetensors() {
-    let dir = std::env::temp_dir().join(format!("verifine-weights-{}", std::process::id()));
+    let dir = verifine_base::scratch_path("weights");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("model.safetensors");
     let (varmap, model) = tiny();

@@ -7,7 +7,7 @@
 use candle_core::{Device, Tensor};
 use candle_nn::VarMap;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use verifine_base::Provenance;
 use verifine_models::weights::{expected_shapes, save_safetensors};
 use verifine_models::{DecoderSpec, Pretrained, Weights};
@@ -185,7 +185,7 @@ fn the_turn_ends_on_the_end_id_the_template_writes_and_every_end_id_stops() {
     assert_eq!(tokenizer.stops, vec![im_end, im_start]);
 }
 
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> verifine_base::ScratchDir {
     crate::common::scratch("pretrained", name)
 }
 

@@ -3,7 +3,6 @@
 //! the host above it (`hooks`): rewards, a step-boundary hook, progress.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
 use std::rc::Rc;
 use verifine_base::Provenance;
 use verifine_train::hooks::{
@@ -51,7 +50,7 @@ impl RewardFunction for ExactAnswer {
 
 use crate::common::tiny;
 
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> verifine_base::ScratchDir {
     crate::common::scratch("train", name)
 }
 

@@ -1,7 +1,7 @@
 //! What the SIGKILL tests share: the binary, a scratch directory, counting
 //! complete checkpoints, and killing a run once it reaches a point.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,11 +11,8 @@ pub fn verifine() -> Command {
 }
 
 /// An empty directory of this test process.
-pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-kill-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+pub fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_dir(&format!("kill-{name}"))
 }
 
 /// Checkpoints of the run in `run` that were written whole.

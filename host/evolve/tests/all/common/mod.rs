@@ -2,7 +2,7 @@
 
 #![allow(dead_code)] // each test file uses some of these
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use verifine_evolve::EvolveConfig;
 use verifine_evolve::calibration::LabelledSet;
 use verifine_evolve::cases::Case;
@@ -71,10 +71,8 @@ max_versions = 4
     EvolveConfig::parse(&text).unwrap()
 }
 
-pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("verifine-evolve-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+pub fn scratch(name: &str) -> verifine_base::ScratchDir {
+    verifine_base::scratch_path(&format!("evolve-{name}"))
 }
 
 pub fn read(path: &Path) -> String {
