@@ -31,7 +31,8 @@ fn a_revision_dropped_into_the_watched_directory_goes_live() {
 
 #[test]
 fn a_stored_revision_replaced_behind_the_runs_back_is_refused_on_resume() {
-    let run = scratch_dir("revision-swapped").keep().join("run");
+    let scratch = scratch_dir("revision-swapped");
+    let run = scratch.join("run");
     let config = tiny("math-answer", 1);
     train(&config, &run).unwrap();
     let weights = std::fs::read(run.join("model.safetensors")).unwrap();

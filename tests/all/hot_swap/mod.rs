@@ -77,12 +77,31 @@ fn promote(run: &Path, wasm: &[u8], path: &str) -> PathBuf {
 }
 
 /// A run directory that already holds a config (what `promote` checks), so
-/// requests can wait for the run's first step boundary.
-fn run_dir(name: &str) -> PathBuf {
-    let dir = scratch_dir(name).keep().join("run");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.toml"), "").unwrap();
-    dir
+/// requests can wait for the run's first step boundary; removed with the
+/// value unless the test fails.
+fn run_dir(name: &str) -> RunDir {
+    let scratch = scratch_dir(name);
+    let run = scratch.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("config.toml"), "").unwrap();
+    RunDir {
+        run,
+        _scratch: scratch,
+    }
+}
+
+/// `run/` inside a scratch directory that goes with it.
+struct RunDir {
+    run: PathBuf,
+    _scratch: verifine_tests::ScratchDir,
+}
+
+impl std::ops::Deref for RunDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.run
+    }
 }
 
 fn score_one(wasm: &Path, response: &str) -> Option<f64> {
