@@ -8,6 +8,8 @@ use verifine_evolve::calibration::LabelledSet;
 use verifine_evolve::cases::Case;
 use verifine_evolve::judge::JudgeScore;
 use verifine_evolve::labels::{Label, LabelAction};
+use verifine_train::TrainConfig;
+use verifine_train::config::{GrpoPhase, SftConfig};
 
 /// A tiny run: a small model, few steps, small sets; the trigger checks
 /// every 2 steps over a window of 1, so it fires on any stall.
@@ -24,28 +26,6 @@ pool_samples = 1
 test_cases = 10
 bootstrap = 50
 threads = 1
-
-[train]
-train_problems = 100
-heldout_problems = 8
-vocab_size = 300
-pass_at_k = 0
-[train.model]
-hidden_size = 16
-num_layers = 1
-num_heads = 2
-num_kv_heads = 1
-intermediate_size = 32
-[train.sft]
-steps = 4
-batch_size = 4
-[train.grpo]
-prompts_per_step = 2
-max_new_tokens = 12
-objective = {{ num_generations = 2, dynamic_sampling = false }}
-[train.checkpoints]
-every = 1
-keep = 10
 
 [judge]
 plugin = "worked-steps"
@@ -68,7 +48,25 @@ test_seed = {test_seed}
 max_versions = 4
 "#
     );
-    EvolveConfig::parse(&text).unwrap()
+    let mut config = EvolveConfig::parse(&text).unwrap();
+    // The shared tiny run, with the answers a worked solution needs and
+    // four SFT steps.
+    let tiny = verifine_train::test_support::tiny_config();
+    config.train = TrainConfig {
+        pass_at_k: 0,
+        eval_every: TrainConfig::default().eval_every,
+        sft: SftConfig {
+            steps: 4,
+            ..tiny.sft
+        },
+        grpo: GrpoPhase {
+            steps: TrainConfig::default().grpo.steps,
+            max_new_tokens: 12,
+            ..tiny.grpo
+        },
+        ..tiny
+    };
+    config
 }
 
 pub fn scratch(name: &str) -> verifine_base::ScratchDir {
