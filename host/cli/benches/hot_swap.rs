@@ -39,9 +39,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
-    let run = verifine_base::scratch_path("swap-bench");
-    let _ = std::fs::remove_dir_all(&run);
-    std::fs::create_dir_all(&run)?;
+    let run = verifine_base::scratch_dir("swap-bench");
     std::fs::write(run.join("config.toml"), "")?;
     let cases = generated_canary(0, 90, &TaskConfig::default());
     let slot = PluginSetting::new("math-answer");

@@ -98,8 +98,7 @@ fn measure(local_keep: usize, model: &std::path::Path, queries: &[ModelRequest])
 }
 
 fn main() {
-    let dir = verifine_base::scratch_path("prefix-bench");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = verifine_base::scratch_dir("prefix-bench");
     let model = dir.join("judge.gguf");
     let spec = TinySpec {
         width: 256,

@@ -125,7 +125,6 @@ mod tests {
     #[test]
     fn round_trip_and_replacement_leave_one_complete_checkpoint() {
         let dir = verifine_base::scratch_path("ckpt");
-        let _ = std::fs::remove_dir_all(&dir);
         let varmap = VarMap::new();
         let _model = Decoder::new(ModelConfig::tiny(7), &varmap, &Device::Cpu).unwrap();
         let opt = AdamW::new(crate::model::sorted_vars(&varmap), OptimConfig::default()).unwrap();

@@ -69,7 +69,6 @@ mod tests {
     #[test]
     fn only_files_and_directories_pass() {
         let dir = verifine_base::scratch_path("tree");
-        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("a/b")).unwrap();
         std::fs::write(dir.join("a/b/rules.json"), "{}").unwrap();
         assert_eq!(check_tree(&dir), Ok(()));

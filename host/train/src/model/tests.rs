@@ -158,8 +158,7 @@ fn detached_copy_records_no_graph() {
 
 #[test]
 fn weights_round_trip_through_safetensors() {
-    let dir = verifine_base::scratch_path("weights");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = verifine_base::scratch_dir("weights");
     let path = dir.join("model.safetensors");
     let (varmap, model) = tiny();
     save_weights(&varmap, &path).unwrap();
