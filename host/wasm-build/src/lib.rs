@@ -217,6 +217,7 @@ fn cargo_command(target_dir: &Path) -> Command {
         "CARGO_BUILD_TARGET",
         "CARGO_PROFILE_RELEASE_DEBUG",
         "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
     ] {
         cmd.env_remove(var);
     }
