@@ -16,7 +16,7 @@ trap 'rm -rf "$dir"' EXIT
 cargo test --workspace --no-run --message-format=json 2>/dev/null | units >"$dir/test"
 for package in verifine verifine-python; do
     cargo build -p "$package" --message-format=json 2>/dev/null | units >"$dir/$package"
-    comm -13 "$dir/test" "$dir/$package" | grep -v '^verifine' | while read -r crate kind features; do
+    comm -13 "$dir/test" "$dir/$package" | grep -v "^$package " | while read -r crate kind features; do
         # A crate the test build lacks (pyo3) is the package's own.
         grep -q "^$crate $kind " "$dir/test" || continue
         echo "$package: $crate ($kind) $features; the test build has $(grep "^$crate $kind " "$dir/test" | cut -d' ' -f3 | tr '\n' ' ')"

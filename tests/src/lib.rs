@@ -54,10 +54,10 @@ pub fn cargo_metadata(extra: &[&str]) -> serde_json::Value {
 /// A fresh, empty directory for one test (removed after a passing test,
 /// kept after a failing one).
 pub fn scratch_dir(test: &str) -> ScratchDir {
-    verifine_base::scratch_dir(&format!("test-{test}"))
+    verifine_test_support::scratch_dir(&format!("test-{test}"))
 }
 
-pub use verifine_base::ScratchDir;
+pub use verifine_test_support::ScratchDir;
 
 /// Paths of the hostile plugins built by this crate's build script.
 pub mod hostile {

@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn malformed_line_names_file_and_line() {
-        let dir = crate::scratch_dir("data");
+        let dir = verifine_test_support::scratch_dir("data");
         let path = dir.join("rows.jsonl");
         std::fs::write(&path, "{\"a\":1}\n\n{\"a\":\n").unwrap();
         let err = read_jsonl::<serde_json::Value>(&path)
@@ -295,7 +295,7 @@ mod tests {
 
     #[test]
     fn creates_missing_parent_directories() {
-        let dir = crate::scratch_path("parent");
+        let dir = verifine_test_support::scratch_path("parent");
         let path = dir.join("runs").join("out.jsonl");
         write_jsonl(&path, &[serde_json::json!({"id": 1})]).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"id\":1}\n");
@@ -303,7 +303,7 @@ mod tests {
 
     #[test]
     fn failed_write_leaves_the_old_file() {
-        let dir = crate::scratch_dir("atomic");
+        let dir = verifine_test_support::scratch_dir("atomic");
         let path = dir.join("out.jsonl");
         std::fs::write(&path, "old").unwrap();
         let result = write_atomically(&path, |w| {
@@ -322,7 +322,7 @@ mod tests {
     #[test]
     #[cfg(unix)]
     fn a_symlink_planted_at_a_temporary_name_is_not_followed() {
-        let dir = crate::scratch_dir("plant");
+        let dir = verifine_test_support::scratch_dir("plant");
         let victim = dir.join("victim");
         std::fs::write(&victim, "precious").unwrap();
         // The name the writer used before it was unpredictable.
@@ -338,7 +338,7 @@ mod tests {
 
     #[test]
     fn an_overlong_row_is_refused_with_its_line_before_it_is_read_whole() {
-        let dir = crate::scratch_dir("long-row");
+        let dir = verifine_test_support::scratch_dir("long-row");
         let path = dir.join("rows.jsonl");
         let mut text = String::from("{\"a\":1}\r\n{\"a\":\"");
         text.push_str(&"x".repeat(MAX_ROW_BYTES + 10));

@@ -14,16 +14,12 @@
 pub mod files;
 mod plugin;
 mod rng;
-#[cfg(any(test, feature = "test-support"))]
-pub mod scratch;
 pub mod seen_ids;
 pub mod text;
 
 pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
 pub use plugin::{NATIVE_PREFIX, PluginSetting, PluginSpec, Provenance, sha256_hex};
 pub use rng::{SplitMix64, os_random_u64};
-#[cfg(any(test, feature = "test-support"))]
-pub use scratch::{ScratchDir, scratch_dir, scratch_path};
 pub use seen_ids::{IdHasher, Repeat, SeenIds};
 
 /// A score at or above this counts as correct: a total as a passed answer,

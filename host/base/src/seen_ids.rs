@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn the_scratch_file_is_removed_when_done() {
-        let dir = crate::scratch_dir("seen-ids-test");
+        let dir = verifine_test_support::scratch_dir("seen-ids-test");
         let mut seen = SeenIds::with_limit(4, &dir);
         for line in 1..=100 {
             assert_eq!(seen.insert(line as u128, line).unwrap(), None);

@@ -39,7 +39,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
-    let run = verifine_base::scratch_dir("swap-bench");
+    let run = verifine_test_support::scratch_dir("swap-bench");
     std::fs::write(run.join("config.toml"), "")?;
     let cases = generated_canary(0, 90, &TaskConfig::default());
     let slot = PluginSetting::new("math-answer");

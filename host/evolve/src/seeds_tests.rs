@@ -127,7 +127,7 @@ fn runs_of_different_configs_are_refused() {
 
 #[test]
 fn the_report_is_written_as_json_markdown_and_a_plot() {
-    let dir = verifine_base::scratch_dir("seeds");
+    let dir = verifine_test_support::scratch_dir("seeds");
     let runs = [
         run(0, [0.50, 0.20, 0.45, 0.68, 0.69, 0.70], &[0.87, 0.90]),
         run(1, [0.52, 0.22, 0.47, 0.70, 0.71, 0.72], &[0.88, 0.91]),

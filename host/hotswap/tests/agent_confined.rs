@@ -9,8 +9,8 @@ use verifine_hotswap::agent::{Accept, AgentConfig, ask};
 use verifine_hotswap::revision::{Origin, RevisionRecord};
 use verifine_runtime::{PluginKind, Provenance};
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_dir(&format!("agent-{name}"))
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_dir(&format!("agent-{name}"))
 }
 
 fn script(dir: &Path, body: &str) -> PathBuf {

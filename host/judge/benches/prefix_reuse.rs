@@ -98,7 +98,7 @@ fn measure(local_keep: usize, model: &std::path::Path, queries: &[ModelRequest])
 }
 
 fn main() {
-    let dir = verifine_base::scratch_dir("prefix-bench");
+    let dir = verifine_test_support::scratch_dir("prefix-bench");
     let model = dir.join("judge.gguf");
     let spec = TinySpec {
         width: 256,

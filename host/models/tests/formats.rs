@@ -13,8 +13,8 @@ use verifine_models::{DecoderSpec, Message, ModelError, Pretrained, Role, Weight
 
 const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_dir(&format!("models-{name}"))
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_dir(&format!("models-{name}"))
 }
 
 /// Byte-level alphabet, two merges and two control tokens.

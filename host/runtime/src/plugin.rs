@@ -323,8 +323,8 @@ impl Runtime {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> verifine_base::ScratchDir {
-        verifine_base::scratch_path(name)
+    fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+        verifine_test_support::scratch_path(name)
     }
 
     #[test]

@@ -66,7 +66,7 @@ fn main() {
 
 /// `serve` mode: the default limits, math-answer, until stdin closes.
 fn serve() {
-    let scratch = verifine_base::scratch_path("hostile-load");
+    let scratch = verifine_test_support::scratch_path("hostile-load");
     let options = ServeOptions {
         rubric: PluginSetting::new("math-answer"),
         aggregator: None,

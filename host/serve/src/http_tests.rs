@@ -17,8 +17,8 @@ fn app(
     name: &str,
     token: Option<&str>,
     limits: RequestLimits,
-) -> (Arc<App>, String, verifine_base::ScratchDir) {
-    let dir = verifine_base::scratch_path(&format!("oneshot-{name}"));
+) -> (Arc<App>, String, verifine_test_support::ScratchDir) {
+    let dir = verifine_test_support::scratch_path(&format!("oneshot-{name}"));
     let options = ServeOptions {
         rubric: PluginSetting::new("math-answer"),
         aggregator: None,

@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_replacement_leave_one_complete_checkpoint() {
-        let dir = verifine_base::scratch_path("ckpt");
+        let dir = verifine_test_support::scratch_path("ckpt");
         let varmap = VarMap::new();
         let _model = Decoder::new(ModelConfig::tiny(7), &varmap, &Device::Cpu).unwrap();
         let opt = AdamW::new(crate::model::sorted_vars(&varmap), OptimConfig::default()).unwrap();

@@ -28,7 +28,6 @@ pub mod sequences;
 pub mod sft_data;
 pub mod sft_targets;
 pub mod task;
-#[cfg(feature = "test-support")]
 pub mod test_support;
 pub mod tokenizer;
 

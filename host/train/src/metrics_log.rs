@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn resume_cuts_back_to_the_checkpointed_lines_and_appends() {
-        let dir = verifine_base::scratch_dir("metrics");
+        let dir = verifine_test_support::scratch_dir("metrics");
         let path = dir.join("metrics.jsonl");
         let mut log = MetricsLog::create(&path).unwrap();
         for step in 0..3 {

@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(smoothed[3], (3.0, 1.5));
         assert_eq!(smoothed[9], (9.0, 7.5));
 
-        let dir = verifine_base::scratch_dir("plot");
+        let dir = verifine_test_support::scratch_dir("plot");
         let path = dir.join("plot.png");
         draw(&series, &path).unwrap();
         let bytes = std::fs::read(&path).unwrap();

@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn saves_and_loads_the_same_tokenizer() {
         let tok = trained();
-        let dir = verifine_base::scratch_dir("tok");
+        let dir = verifine_test_support::scratch_dir("tok");
         let path = dir.join("tokenizer.json");
         tok.save(&path).unwrap();
         let loaded = ChatTokenizer::load(&path).unwrap();

@@ -37,8 +37,8 @@ fn tiny_training() -> TrainConfig {
     }
 }
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_path(&format!("train-{name}"))
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_path(&format!("train-{name}"))
 }
 
 #[test]

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use verifine::commands::judge::distill::{DistillArgs, distill};
 use verifine::commands::score::{ScoreArgs, score};
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_dir(&format!("distill-{name}"))
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_dir(&format!("distill-{name}"))
 }
 
 const ITEM: &str = "The final answer is correct.";

@@ -20,7 +20,7 @@ fn write_rows(path: &Path, rows: &[Value]) {
 
 #[test]
 fn a_forged_confirm_is_refused_at_its_line_and_the_honest_file_goes_in() {
-    let run = verifine_base::scratch_path("cli-labels");
+    let run = verifine_test_support::scratch_path("cli-labels");
     std::fs::create_dir_all(run.join("judge")).unwrap();
     let asked: Vec<Value> = (0..2)
         .map(|i| {

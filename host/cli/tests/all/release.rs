@@ -16,8 +16,8 @@ fn verifine(dir: &Path, args: &[&str]) -> String {
     text
 }
 
-fn empty_dir(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_dir(&format!("release-{name}"))
+fn empty_dir(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_dir(&format!("release-{name}"))
 }
 
 #[test]

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use std::path::Path;
 use verifine::commands::verifiers::{ScreenArgs, screen};
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_dir(&format!("screen-{name}"))
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_dir(&format!("screen-{name}"))
 }
 
 fn write_lines(path: &Path, rows: &[Value]) {

@@ -288,7 +288,7 @@ fn a_forged_or_moved_log_entry_is_not_replayed() {
 fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
     use std::os::unix::fs::PermissionsExt;
     use verifine_evolve::command_agent::{AgentConfig, CommandAgent};
-    let dir = verifine_base::scratch_dir("agent");
+    let dir = verifine_test_support::scratch_dir("agent");
     let script = dir.join("agent.sh");
     std::fs::write(
         &script,

@@ -253,7 +253,7 @@ fn with_agent(
     name: &str,
     body: &str,
 ) -> (
-    verifine_base::ScratchDir,
+    verifine_test_support::ScratchDir,
     verifine_evolve::Result<verifine_evolve::EvolveSummary>,
 ) {
     use std::os::unix::fs::PermissionsExt;

@@ -172,7 +172,7 @@ fn after_a_judge_update_the_pool_drops_misread_targets_and_recovers_them_when_it
 
 #[test]
 fn the_label_queue_goes_out_with_diagnostics_and_comes_back_as_labels() {
-    let dir = verifine_base::scratch_path("queue");
+    let dir = verifine_test_support::scratch_path("queue");
     std::fs::create_dir_all(dir.join("judge")).unwrap();
     let dims = |g: f64| {
         [

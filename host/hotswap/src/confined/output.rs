@@ -68,7 +68,7 @@ mod tests {
 
     #[test]
     fn only_files_and_directories_pass() {
-        let dir = verifine_base::scratch_path("tree");
+        let dir = verifine_test_support::scratch_path("tree");
         std::fs::create_dir_all(dir.join("a/b")).unwrap();
         std::fs::write(dir.join("a/b/rules.json"), "{}").unwrap();
         assert_eq!(check_tree(&dir), Ok(()));

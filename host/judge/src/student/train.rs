@@ -289,7 +289,7 @@ mod tests {
             seed: 3,
         };
         let (model, _) = train(spec(), &all, settings).unwrap();
-        let dir = verifine_base::scratch_path("student");
+        let dir = verifine_test_support::scratch_path("student");
         model.save(&dir).unwrap();
         let loaded = StudentModel::load(&dir).unwrap();
         let pairs = [("problem 1", "please #### 12")];

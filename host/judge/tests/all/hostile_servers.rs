@@ -52,8 +52,8 @@ fn requests(server: &verifine_judge::scripted_server::Server) -> usize {
     server.received.lock().unwrap().len()
 }
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_path(&format!("hostile-{name}"))
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_path(&format!("hostile-{name}"))
 }
 
 #[test]

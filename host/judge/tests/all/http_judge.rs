@@ -20,8 +20,8 @@ fn judges(url: &str, extra: &str, cache: Option<&std::path::Path>) -> Judges {
     Judges::new(&JudgesConfig::parse(&text, "test.toml").unwrap()).unwrap()
 }
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_path(&format!("judge-{name}"))
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_path(&format!("judge-{name}"))
 }
 
 #[test]

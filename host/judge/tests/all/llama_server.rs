@@ -35,7 +35,7 @@ fn the_http_judge_speaks_to_llama_server() {
     };
     let port = free_port();
     let server = Server::start(&root, port);
-    let cache = verifine_base::scratch_path("llama-cache");
+    let cache = verifine_test_support::scratch_path("llama-cache");
     let judge = judges(port, "", Some(&cache));
 
     // A JSON-schema answer with log-probabilities and usage.

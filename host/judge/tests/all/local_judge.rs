@@ -10,8 +10,8 @@ use verifine_judge::local::tiny::{TinySpec, write_tiny_llama};
 use verifine_judge::{Judges, JudgesConfig, LocalConfig, PromptTemplate};
 use verifine_runtime::judge_models::{JudgeModels, ModelRequest};
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_dir(&format!("local-{name}"))
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_dir(&format!("local-{name}"))
 }
 
 fn tiny_model(dir: &std::path::Path) -> PathBuf {

@@ -158,7 +158,7 @@ fn detached_copy_records_no_graph() {
 
 #[test]
 fn weights_round_trip_through_safetensors() {
-    let dir = verifine_base::scratch_dir("weights");
+    let dir = verifine_test_support::scratch_dir("weights");
     let path = dir.join("model.safetensors");
     let (varmap, model) = tiny();
     save_weights(&varmap, &path).unwrap();

@@ -185,7 +185,7 @@ fn the_turn_ends_on_the_end_id_the_template_writes_and_every_end_id_stops() {
     assert_eq!(tokenizer.stops, vec![im_end, im_start]);
 }
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
     crate::common::scratch("pretrained", name)
 }
 

@@ -50,7 +50,7 @@ impl RewardFunction for ExactAnswer {
 
 use crate::common::tiny;
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
     crate::common::scratch("train", name)
 }
 

@@ -11,8 +11,8 @@ pub fn verifine() -> Command {
 }
 
 /// An empty directory of this test process.
-pub fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_dir(&format!("kill-{name}"))
+pub fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_dir(&format!("kill-{name}"))
 }
 
 /// Checkpoints of the run in `run` that were written whole.

@@ -69,8 +69,8 @@ max_versions = 4
     config
 }
 
-pub fn scratch(name: &str) -> verifine_base::ScratchDir {
-    verifine_base::scratch_path(&format!("evolve-{name}"))
+pub fn scratch(name: &str) -> verifine_test_support::ScratchDir {
+    verifine_test_support::scratch_path(&format!("evolve-{name}"))
 }
 
 pub fn read(path: &Path) -> String {

@@ -35,7 +35,7 @@ fn tiny() -> TrainConfig {
     }
 }
 
-fn scratch(name: &str) -> verifine_base::ScratchDir {
+fn scratch(name: &str) -> verifine_test_support::ScratchDir {
     crate::common::scratch("rounds", name)
 }
 

@@ -1,4 +1,4 @@
-//! Scratch directories for tests (feature `test-support`): one fresh
+//! Scratch directories for tests (a dev-dependency of every crate): one fresh
 //! directory per test under the system's temporary directory, removed when
 //! the test is done with it, kept when the test fails so its files can be
 //! looked at (its path is in the failure's output).
