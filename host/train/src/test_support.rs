@@ -2,7 +2,8 @@
 //! of a user's set-up: the smallest run that still exercises every part of
 //! the loop. Always compiled: behind a feature that dev-dependencies switch
 //! on, it gave `cargo test --workspace` its own copy of every crate above
-//! training, built again for the CLI and the Python extension. A test that needs another size changes fields of it
+//! training, built again for the CLI and the Python extension. A test that
+//! needs another size changes fields of it
 //! (`TrainConfig { sft: SftConfig { steps: 3, ..tiny.sft }, ..tiny }`), so
 //! the shape is written once.
 
