@@ -35,10 +35,16 @@ pub fn shared_data(relative: &str) -> PathBuf {
     path
 }
 
-/// `cargo metadata` of the workspace (offline), with `extra` arguments.
+/// `cargo metadata` of the workspace, with `extra` arguments.
+///
+/// Locked, not offline: without `--filter-platform` cargo reads the manifest
+/// of every package in the lock file, including those no build on this
+/// machine downloads (Windows-only ones such as `anstyle-wincon`), so a
+/// fresh cargo cache fetches them from the registry. The lock file itself
+/// is never changed.
 pub fn cargo_metadata(extra: &[&str]) -> serde_json::Value {
     let output = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["metadata", "--format-version", "1", "--locked"])
         .args(extra)
         .current_dir(repo_root())
         .output()
