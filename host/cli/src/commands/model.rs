@@ -47,7 +47,7 @@ enum ModelCommand {
         input: PathBuf,
     },
     /// Next-token logits at every position of a text, written as
-    /// safetensors (`ids` [seq] u32, `logits` [seq, vocab] f32).
+    /// safetensors (`ids`: `[seq]` u32, `logits`: `[seq, vocab]` f32).
     Logits {
         /// Checkpoint directory or .gguf file.
         #[arg(long, required_unless_present = "run", conflicts_with = "run")]

@@ -28,7 +28,7 @@ pub struct ScoreArgs {
     /// else weighted-sum. When named, it decides every total.
     #[arg(long)]
     pub aggregator: Option<PluginSpec>,
-    /// TOML config with [rubric], [aggregator], [limits] and [scoring] tables.
+    /// TOML config with `[rubric]`, `[aggregator]`, `[limits]` and `[scoring]` tables.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Rows {"id","prompt","response","reference"?,"context"?,"metadata"?}.

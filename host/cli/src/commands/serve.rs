@@ -15,14 +15,14 @@ use verifine_serve::{ServeOptions, Server};
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Built-in name, path to a .wasm component, or native:PATH (needs
-    /// --allow-native); replaces the config's [rubric] plugin.
+    /// --allow-native); replaces the config's `[rubric]` plugin.
     #[arg(long)]
     pub rubric: Option<PluginSpec>,
     /// Aggregator (built-in name, path or native:PATH).
     #[arg(long)]
     pub aggregator: Option<PluginSpec>,
-    /// TOML with `score`'s [rubric], [aggregator], [limits] tables and the
-    /// server's [serve] and [hot_swap] tables.
+    /// TOML with `score`'s `[rubric]`, `[aggregator]`, `[limits]` tables and
+    /// the server's `[serve]` and `[hot_swap]` tables.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Address to listen on. Anything but loopback needs --token.
