@@ -26,7 +26,6 @@ use verifine_base::{FileError, write_atomically, write_jsonl};
 use verifine_hotswap::agent::{Accept, collect, prepare_source};
 use verifine_hotswap::confined;
 use verifine_hotswap::inbox::read_regular_file;
-use verifine_hotswap::plugin_crate;
 use verifine_hotswap::revision::Origin;
 
 /// Which agent proposes revisions (`[agent]`).
@@ -50,8 +49,9 @@ pub struct AgentConfig {
     /// The configured judge's source crate, handed to the agent as
     /// `source/` (needed for `code = "crate"`).
     pub source: Option<PathBuf>,
-    /// Where revised crates are compiled (default: hot-swap's shared
-    /// plugin target directory).
+    /// Where each revised crate gets the fresh target directory it is
+    /// compiled in, removed after its build (default: the request
+    /// directory).
     pub build_target_dir: Option<PathBuf>,
 }
 
@@ -147,6 +147,8 @@ impl RevisionAgent for CommandAgent {
             std::fs::remove_dir_all(&dir).map_err(|e| FileError::io("clearing", &dir, e))?;
         }
         std::fs::create_dir_all(&dir).map_err(|e| FileError::io("creating", &dir, e))?;
+        // Every path handed to a process that runs elsewhere is absolute.
+        let dir = std::fs::canonicalize(&dir).map_err(|e| FileError::io("reading", &dir, e))?;
         let json = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
         let instructions = match self.config.code {
             Some(_) => format!("{INSTRUCTIONS}{CODE_INSTRUCTIONS}"),
@@ -177,14 +179,14 @@ impl RevisionAgent for CommandAgent {
             (Some(accept), Some(source)) => prepare_source(&source, &dir, accept, deadline)?,
             _ => None,
         };
-        let dir = std::fs::canonicalize(&dir).map_err(|e| FileError::io("reading", &dir, e))?;
         let mut command = Command::new(program);
         command.args(args).arg(&dir).current_dir(&dir);
         // It may write only its request directory: not the run's records
         // (labels, the calibration log), not the gold answers.
         let sandbox = confined::Sandbox::new(&dir)
             .running_command(&self.config.command)
-            .reading(self.config.readable.iter().cloned());
+            .reading(self.config.readable.iter().cloned())
+            .with_network(confined::Network::Internet);
         let failed = |message: String| EvolveError::Plugin {
             plugin: self.name(),
             message,
@@ -254,25 +256,19 @@ impl CommandAgent {
             }
             return Ok(None);
         };
-        let target = self
-            .config
-            .build_target_dir
-            .clone()
-            .unwrap_or_else(plugin_crate::target_dir);
+        let target = self.config.build_target_dir.as_deref().unwrap_or(dir);
         let origin = Origin::Agent {
             command: self.name(),
             step: self.round as usize,
         };
-        Ok(
-            match collect(dir, accept, lock, &target, deadline, origin) {
-                Ok(None) => None,
-                Ok(Some(answer)) => Some(Ok(CodeSubmission {
-                    bytes: answer.bytes,
-                    cases: answer.cases,
-                    source: answer.source,
-                })),
-                Err(e) => Some(Err(e.to_string())),
-            },
-        )
+        Ok(match collect(dir, accept, lock, target, deadline, origin) {
+            Ok(None) => None,
+            Ok(Some(answer)) => Some(Ok(CodeSubmission {
+                bytes: answer.bytes,
+                cases: answer.cases,
+                source: answer.source,
+            })),
+            Err(e) => Some(Err(e.to_string())),
+        })
     }
 }

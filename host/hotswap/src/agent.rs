@@ -28,8 +28,9 @@ pub struct AgentConfig {
     pub min_disputed: usize,
     /// The agent is stopped after this long.
     pub timeout_seconds: u64,
-    /// Where revised crates are compiled (default: see
-    /// [`plugin_crate::target_dir`]).
+    /// Where each revised crate gets the fresh target directory it is
+    /// compiled in, removed after its build (default: the revision
+    /// directory; see [`plugin_crate::build_confined`]).
     pub build_target_dir: Option<PathBuf>,
     /// Files and directories the agent may read besides the system's and
     /// its own directory (its program is readable already): a virtual
@@ -113,6 +114,8 @@ pub fn ask(
         verifine_base::write_atomically(&dir.join(name), |w| w.write_all(bytes))
     };
     std::fs::create_dir_all(dir).map_err(|e| HotswapError::io("creating", dir, e))?;
+    // Every path handed to a process that runs elsewhere is absolute.
+    let dir = &std::fs::canonicalize(dir).map_err(|e| HotswapError::io("reading", dir, e))?;
     // One deadline for resolving the live crate's lock, the agent and the
     // build of what it wrote; all run confined (allow-listed environment, own
     // process group, bounded output).
@@ -129,14 +132,14 @@ pub fn ask(
     write("INSTRUCTIONS.md", INSTRUCTIONS.as_bytes())?;
 
     let log_path = dir.join("agent.log");
-    let absolute = std::fs::canonicalize(dir).map_err(|e| HotswapError::io("reading", dir, e))?;
     let mut command = Command::new(program);
-    command.args(args).arg(&absolute).current_dir(dir);
-    let sandbox = confined::Sandbox::new(&absolute)
+    command.args(args).arg(dir).current_dir(dir);
+    let sandbox = confined::Sandbox::new(dir)
         .running_command(&config.command)
-        .reading(config.readable.iter().cloned());
+        .reading(config.readable.iter().cloned())
+        .with_network(confined::Network::Internet);
     let finished = confined::run(command, &sandbox, deadline).and_then(|finished| {
-        confined::check_tree(&absolute).map_err(confined::ConfinedError::Output)?;
+        confined::check_tree(dir).map_err(confined::ConfinedError::Output)?;
         Ok(finished)
     });
     let log = match &finished {
@@ -164,15 +167,12 @@ pub fn ask(
         command: config.command.join(" "),
         step,
     };
-    let target = config
-        .build_target_dir
-        .clone()
-        .unwrap_or_else(plugin_crate::target_dir);
+    let target = config.build_target_dir.as_deref().unwrap_or(dir);
     collect(
         dir,
         config.accept,
         lock.as_deref(),
-        &target,
+        target,
         deadline,
         origin,
     )
@@ -196,8 +196,8 @@ pub fn prepare_source(
 }
 
 /// What an agent left in `dir`: `revised.wasm`, or a `revised/` crate built
-/// confined into `build_target` against `lock` (from [`prepare_source`]);
-/// `Ok(None)` when it left neither.
+/// confined against `lock` (from [`prepare_source`]) in a fresh directory
+/// under `build_target`; `Ok(None)` when it left neither.
 pub fn collect(
     dir: &Path,
     accept: Accept,
@@ -237,7 +237,7 @@ pub fn collect(
     let source = dir.join("source");
     plugin_crate::pin_lock(&revised, &source, lock)?;
     let sources = plugin_crate::local_source_trees(&source)?;
-    let (bytes, _) = plugin_crate::build_confined(&revised, build_target, &sources, deadline)?;
+    let bytes = plugin_crate::build_confined(&revised, build_target, &sources, deadline)?;
     let cases = revised.join("cases.jsonl");
     Ok(Some(Answer {
         bytes,

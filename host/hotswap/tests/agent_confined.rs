@@ -196,6 +196,18 @@ fn an_agent_reads_and_writes_nothing_of_the_user_but_its_own_directory() {
             &format!("head -c1 /proc/{me}/mem"),
             // Signalling verifine.
             &format!("kill -0 {me}"),
+            // System files off the allow-list (also as root): password
+            // hashes, the raw disks, the list of /etc and /dev.
+            "cat /etc/shadow",
+            "cat /etc/gshadow",
+            "cat /etc/hostname",
+            "ls /etc",
+            "ls /dev",
+            "head -c1 /dev/sda",
+            "head -c1 /dev/vda",
+            "head -c1 /dev/nvme0n1",
+            // A device node of its own (as root, a window on the disk).
+            "mknod \"$dir/disk\" b 8 0",
         ],
     );
     assert!(escaped.is_empty(), "the agent got out: {escaped:?}");
@@ -209,7 +221,9 @@ fn an_agent_still_runs_system_programs_and_uses_its_own_directory() {
         &dir,
         "cd \"$dir\"\nmkdir -p scratch\necho hello > scratch/note\n\
          tmp=$(mktemp)\necho ok > \"$tmp\"\ncat \"$tmp\" scratch/note > result.txt\n\
-         test \"$HOME\" = \"$dir\"",
+         test \"$HOME\" = \"$dir\"\n\
+         echo discarded > /dev/null\nhead -c4 /dev/urandom > /dev/null\n\
+         python3 -c 'import ssl, json, asyncio; asyncio.run(asyncio.sleep(0))'",
     );
     let work = dir.join("revision");
     assert!(
@@ -329,4 +343,87 @@ fn a_workspace_member_copied_out_inherits_nothing_and_resolves_on_its_own() {
     let lock = resolve_lock(&copy, deadline).unwrap();
     assert!(lock.contains("name = \"worked-steps\""), "{lock}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+mod confined_builds;
+
+#[test]
+fn an_agent_reaches_no_unix_socket_outside_but_keeps_ip() {
+    use std::os::unix::net::{UnixDatagram, UnixListener};
+    let dir = scratch("sockets");
+    // Sockets outside its directory, as Docker's, D-Bus's or journald's
+    // would be.
+    let outside = UnixListener::bind(dir.join("outside.sock")).unwrap();
+    outside.set_nonblocking(true).unwrap();
+    let outside_datagrams = UnixDatagram::bind(dir.join("outside.dgram")).unwrap();
+    outside_datagrams.set_nonblocking(true).unwrap();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let unix = format!(
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect({:?})",
+        dir.join("outside.sock").display().to_string()
+    );
+    let datagram = format!(
+        "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); \
+         a.sendto(b'x', {:?})",
+        dir.join("outside.dgram").display().to_string()
+    );
+    let agent = script(
+        &dir,
+        &format!(
+            "if python3 -c \"{unix}\"; then echo unix > \"$dir/escaped.txt\"; fi\n\
+             if python3 -c \"{datagram}\"; then echo datagram >> \"$dir/escaped.txt\"; fi\n\
+             python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port})).close()\"\n\
+             python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"x\"); assert b.recv(1)'"
+        ),
+    );
+    let work = dir.join("revision");
+    assert!(
+        ask(&config(&agent, 20), &work, 1, &live(), &[])
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        !work.join("escaped.txt").exists(),
+        "the agent connected to a UNIX socket outside: {:?}",
+        std::fs::read_to_string(work.join("escaped.txt"))
+    );
+    assert!(outside.accept().is_err(), "the outside socket was reached");
+    assert!(
+        outside_datagrams.recv(&mut [0u8; 8]).is_err(),
+        "a datagram reached the outside socket"
+    );
+    // It kept the network an LLM agent needs.
+    tcp.set_nonblocking(true).unwrap();
+    assert!(
+        tcp.accept().is_ok(),
+        "the agent's TCP connection never came"
+    );
+}
+
+#[test]
+fn a_relative_revision_directory_still_builds_the_agents_crate() {
+    let dir = scratch("relative");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let agent = script(
+        &dir,
+        "cd \"$dir\"\ncp -R source revised\n\
+         sed -i 's/^version = \"0.1.0\"$/version = \"0.1.1\"/' revised/Cargo.toml",
+    );
+    let config = AgentConfig {
+        source: Some(root.join("examples/loophole-rubric")),
+        build_target_dir: Some(root.join("target/agent-revisions")),
+        ..config(&agent, 300)
+    };
+    // The same directory, named relative to where the tests run.
+    let absolute = dir.join("revision");
+    let cwd = std::env::current_dir().unwrap();
+    let up: PathBuf = cwd.components().skip(1).map(|_| "..").collect();
+    let relative = up.join(absolute.strip_prefix("/").unwrap());
+    assert!(relative.is_relative());
+    let answer = ask(&config, &relative, 1, &live(), &[])
+        .unwrap()
+        .expect("a revision");
+    assert!(!answer.bytes.is_empty());
+    assert!(absolute.join("revised/Cargo.lock").is_file());
 }

@@ -14,13 +14,13 @@ use verifine_evolve::{EvolveConfig, EvolveProgress};
 #[derive(Debug, Args)]
 pub struct EvolveArgs {
     /// TOML config (default: the embedded examples/evolve/evolve.toml).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub config: Option<PathBuf>,
     /// Where outputs go (default: runs/evolve-<unix time>).
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(long, conflicts_with = "resume", value_parser = crate::commands::absolute_path)]
     pub run_dir: Option<PathBuf>,
     /// Continue the run in this directory after its last finished task.
-    #[arg(long, value_name = "RUN_DIR", conflicts_with = "config")]
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "config", value_parser = crate::commands::absolute_path)]
     pub resume: Option<PathBuf>,
     /// Delete what an earlier evolve run left in --run-dir first (only a
     /// directory that holds one: with a state.json).

@@ -19,9 +19,10 @@ enum LabelsCommand {
     /// Write the cases waiting for labels to a JSONL file.
     Export {
         /// The evolve run directory.
+        #[arg(value_parser = crate::commands::absolute_path)]
         run_dir: PathBuf,
         /// Where to write (default: RUN_DIR/judge/to-label.jsonl).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         out: Option<PathBuf>,
         /// Whose labels count as done.
         #[arg(long, default_value = verifine_evolve::judge_loop::HUMAN)]
@@ -30,8 +31,10 @@ enum LabelsCommand {
     /// Read a filled-in queue file back into the run's labels.
     Import {
         /// The evolve run directory.
+        #[arg(value_parser = crate::commands::absolute_path)]
         run_dir: PathBuf,
         /// The filled-in file.
+        #[arg(value_parser = crate::commands::absolute_path)]
         file: PathBuf,
         /// The name the labels are recorded under.
         #[arg(long, default_value = verifine_evolve::judge_loop::HUMAN)]
@@ -41,10 +44,11 @@ enum LabelsCommand {
     /// every save goes straight to the queue file that `import` reads.
     Serve {
         /// The evolve run directory.
+        #[arg(value_parser = crate::commands::absolute_path)]
         run_dir: PathBuf,
         /// The queue file (default: RUN_DIR/judge/to-label.jsonl, exported
         /// first when missing).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         file: Option<PathBuf>,
         /// Port on 127.0.0.1 (0: any free port).
         #[arg(long, default_value_t = 8700)]

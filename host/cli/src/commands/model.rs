@@ -20,17 +20,17 @@ enum ModelCommand {
     /// Print the shape verifine reads (config.json fields) as JSON.
     Inspect {
         /// Checkpoint directory or .gguf file.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         from: PathBuf,
     },
     /// Render a conversation (a JSON list of {role, content}) with the
     /// model's chat template, ending with the generation prompt.
     Render {
         /// Checkpoint directory or .gguf file.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         from: PathBuf,
         /// The conversation, as a JSON file.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         messages: PathBuf,
         /// Leave out the assistant's generation prompt at the end.
         #[arg(long)]
@@ -40,21 +40,21 @@ enum ModelCommand {
     /// ids per line on stdout); control tokens in the text are read whole.
     Tokenize {
         /// Checkpoint directory or .gguf file.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         from: PathBuf,
         /// JSONL, one JSON string per line.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         input: PathBuf,
     },
     /// Next-token logits at every position of a text, written as
     /// safetensors (`ids`: `[seq]` u32, `logits`: `[seq, vocab]` f32).
     Logits {
         /// Checkpoint directory or .gguf file.
-        #[arg(long, required_unless_present = "run", conflicts_with = "run")]
+        #[arg(long, required_unless_present = "run", conflicts_with = "run", value_parser = crate::commands::absolute_path)]
         from: Option<PathBuf>,
         /// A finished run with a pretrained policy: its base with the
         /// run's trained weights (LoRA adapters kept apart, as in training).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         run: Option<PathBuf>,
         /// The text (rendered as one user turn first with --chat).
         #[arg(long)]
@@ -63,7 +63,7 @@ enum ModelCommand {
         #[arg(long)]
         chat: bool,
         /// Where the safetensors file goes.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         output: PathBuf,
     },
 }

@@ -156,7 +156,7 @@ enum PluginCommand {
         /// The plugin's name (lowercase, digits, '-').
         name: String,
         /// Where to create it (default: ./NAME).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         dir: Option<PathBuf>,
         /// How the crate gets the SDK: `version [V]` (crates.io; default
         /// outside a verifine checkout: the SDK matching this binary),
@@ -168,9 +168,10 @@ enum PluginCommand {
     /// Build a plugin crate to a component and print its metadata.
     Build {
         /// The crate's directory.
+        #[arg(value_parser = crate::commands::absolute_path)]
         dir: PathBuf,
         /// Where to compile (default: a shared directory in the user cache).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         target_dir: Option<PathBuf>,
     },
     /// Run a rubric's cases and compare with stored snapshots (insta format).
@@ -178,10 +179,10 @@ enum PluginCommand {
         /// A built-in name or a .wasm file.
         plugin: PluginSpec,
         /// Cases: score input rows (JSONL).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         cases: PathBuf,
         /// Snapshot directory (default: snapshots/ beside the cases).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         snapshots: Option<PathBuf>,
         /// Store new and changed snapshots.
         #[arg(long)]
@@ -194,10 +195,10 @@ enum PluginCommand {
         /// The new revision.
         new: PluginSpec,
         /// Samples: score input rows (JSONL).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         input: PathBuf,
         /// Labels: rows with `id` and `label` (boolean, or a number cut at --threshold).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         gold: Option<PathBuf>,
         /// A reward at or above this accepts a response.
         #[arg(long, default_value_t = PASS_MARK)]
@@ -207,18 +208,21 @@ enum PluginCommand {
     /// boundary (swap point) if it passes the gate.
     Promote {
         /// The run directory.
+        #[arg(value_parser = crate::commands::absolute_path)]
         run_dir: PathBuf,
         /// rubric | aggregator
         slot: Slot,
         /// The component.
+        #[arg(value_parser = crate::commands::absolute_path)]
         file: PathBuf,
         /// Snapshot cases the revision ships (snapshots/ beside them).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::commands::absolute_path)]
         cases: Option<PathBuf>,
     },
     /// Restore a slot's previous revision in a run.
     Rollback {
         /// The run directory.
+        #[arg(value_parser = crate::commands::absolute_path)]
         run_dir: PathBuf,
         /// rubric | aggregator
         slot: Slot,

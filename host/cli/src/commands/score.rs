@@ -29,13 +29,13 @@ pub struct ScoreArgs {
     #[arg(long)]
     pub aggregator: Option<PluginSpec>,
     /// TOML config with `[rubric]`, `[aggregator]`, `[limits]` and `[scoring]` tables.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub config: Option<PathBuf>,
     /// Rows {"id","prompt","response","reference"?,"context"?,"metadata"?}.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub input: PathBuf,
     /// Where the scored JSONL goes; written atomically (temporary file, then rename).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub output: PathBuf,
     /// Samples per plugin call (overrides `[scoring] batch_size`).
     #[arg(long)]
@@ -44,12 +44,12 @@ pub struct ScoreArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Also write the summary as JSON here.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub summary: Option<PathBuf>,
     /// Judge models for rubrics that ask them (`judges.toml`: a table per
     /// judge name with its backend, price and budget); without it a rubric's
     /// model queries fail with "no judge model configured".
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub judges: Option<PathBuf>,
     /// Allow native:PATH plugins. They are NOT sandboxed: they run inside this process
     /// with its privileges and no time or memory limit. Only for code you trust.

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct SelectArgs {
     /// The (finished) evolve run directory.
+    #[arg(value_parser = crate::commands::absolute_path)]
     pub run_dir: PathBuf,
     /// The row whose policy answers (base, random-initial, guided-initial, R1 …).
     #[arg(long, default_value = "R3")]

@@ -23,7 +23,7 @@ pub struct ServeArgs {
     pub aggregator: Option<PluginSpec>,
     /// TOML with `score`'s `[rubric]`, `[aggregator]`, `[limits]` tables and
     /// the server's `[serve]` and `[hot_swap]` tables.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub config: Option<PathBuf>,
     /// Address to listen on. Anything but loopback needs --token.
     #[arg(long, default_value = "127.0.0.1")]
@@ -38,10 +38,10 @@ pub struct ServeArgs {
     pub token: Option<String>,
     /// The serve directory: inbox (`verifine plugin promote DIR ...`),
     /// events.jsonl, revisions, live.json.
-    #[arg(long, default_value = "serve")]
+    #[arg(long, default_value = "serve", value_parser = crate::commands::absolute_path)]
     pub dir: PathBuf,
     /// Judge models for rubrics that ask them (a judges.toml).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub judges: Option<PathBuf>,
     /// Allow native:PATH plugins (NOT sandboxed; only for code you trust).
     #[arg(long)]

@@ -14,14 +14,14 @@ use verifine_train::hooks::Progress;
 #[derive(Debug, Args)]
 pub struct TrainArgs {
     /// TOML config (default: the embedded examples/arithmetic/train.toml).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub config: Option<PathBuf>,
     /// Where outputs go (default: runs/train-<unix time>).
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(long, conflicts_with = "resume", value_parser = crate::commands::absolute_path)]
     pub run_dir: Option<PathBuf>,
     /// Continue the run in this directory from its newest checkpoint
     /// (its own config is used).
-    #[arg(long, value_name = "RUN_DIR", conflicts_with = "config")]
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "config", value_parser = crate::commands::absolute_path)]
     pub resume: Option<PathBuf>,
     /// Delete what an earlier run left in --run-dir first (only a
     /// directory that holds a run: one with a config.toml).

@@ -22,6 +22,10 @@ const CHANGE_TREE: u64 = 0b1_1111_1111 << 4;
 const REFER: u64 = 1 << 13;
 const TRUNCATE: u64 = 1 << 14;
 const IOCTL_DEV: u64 = 1 << 15;
+/// Making character and block devices: never granted, not even in a
+/// sandbox's own directory (as root, a block device node made there would
+/// read the whole disk).
+const MAKE_DEVICE: u64 = (1 << 6) | (1 << 11);
 
 const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
 const SCOPE_SIGNAL: u64 = 1 << 1;
@@ -47,8 +51,11 @@ struct PathBeneathAttr {
 pub enum Access {
     /// Read files and list directories, run programs.
     ReadAndRun,
-    /// Everything: read, run, write, create, remove.
+    /// Everything but making devices: read, run, write, create, remove.
     Full,
+    /// Read and write (and truncate) existing files (`/dev/null`), nothing
+    /// else.
+    ReadAndWrite,
 }
 
 /// A ruleset ready to be enforced by a child (the descriptor is closed on
@@ -156,7 +163,8 @@ impl Ruleset {
         let parent = unsafe { OwnedFd::from_raw_fd(raw) };
         let mut allowed = match access {
             Access::ReadAndRun => EXECUTE | READ_FILE | READ_DIR,
-            Access::Full => handled,
+            Access::Full => handled & !MAKE_DEVICE,
+            Access::ReadAndWrite => READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV,
         } & handled;
         if !path.is_dir() {
             allowed &= FILE_RIGHTS;

@@ -2,9 +2,11 @@
 //! crate, whose `build.rs` and proc-macros run too) with as little of ours as
 //! we can withhold, on Linux:
 //!
-//! - **files**: Landlock lets it read and run the system's directories and
-//!   what its [`Sandbox`] names, and write only its own directories; the
-//!   run directory around it, the user's home and every key in it stay out
+//! - **files**: Landlock lets it read and run an allow-list of the
+//!   system's files ([`system`]: programs and libraries, the few files of
+//!   `/etc` they need, `/dev/null`) and what its [`Sandbox`] names, and
+//!   write only its own directories; the run directory around it, the
+//!   user's home and every key in it, `/etc/shadow` (also as root) stay out
 //!   of reach;
 //! - **other processes**: it may not signal or trace any process outside
 //!   its sandbox (Landlock's scoping), and `/proc` is closed to it, so no
@@ -15,11 +17,20 @@
 //!   however detached, is killed (see [`reaper`]); output kept to a bounded
 //!   tail.
 //!
-//! Network access is not withheld (an LLM agent needs its API).
+//! - **sockets and privileged calls** ([`seccomp`]): no UNIX socket can be
+//!   made (Landlock does not cover pathname sockets: a Docker or D-Bus
+//!   socket would be an escape); a build ([`Network::None`]) makes no
+//!   socket at all; module loading, mounts, keyrings, opening by handle and
+//!   the like fail even for root.
+//!
+//! IP networking is not withheld from agents ([`Network::Internet`]: an LLM
+//! agent needs its API).
 
 mod landlock;
 mod output;
 mod reaper;
+mod seccomp;
+mod system;
 
 pub use output::check_tree;
 
@@ -53,12 +64,16 @@ pub const UNCONFINED_ENV: &str = "VERIFINE_UNCONFINED_AGENTS";
 /// report (it kills on its own at the deadline).
 const SUPERVISOR_GRACE: Duration = Duration::from_secs(5);
 
-/// System directories a confined program may read and run from.
-/// `/proc` is not among them: Landlock's process scoping keeps other
-/// processes' memory from a sandboxed one, but not their `environ`.
-const SYSTEM_DIRS: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/sys",
-];
+/// Which sockets a confined process may make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    /// None at all: a build is `--offline`, and an agent's build has no
+    /// business talking to anyone.
+    #[default]
+    None,
+    /// IP sockets (an LLM agent calls its API); still no UNIX sockets.
+    Internet,
+}
 
 /// What a confined process may touch besides the system's programs.
 #[derive(Debug, Clone, Default)]
@@ -71,6 +86,8 @@ pub struct Sandbox {
     /// Files and directories it may read and run (the agent's program,
     /// a toolchain).
     pub readable: Vec<PathBuf>,
+    /// Which sockets it may make.
+    pub network: Network,
 }
 
 impl Sandbox {
@@ -85,6 +102,12 @@ impl Sandbox {
     /// Also lets it read (and run) `paths`.
     pub fn reading(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Sandbox {
         self.readable.extend(paths);
+        self
+    }
+
+    /// Lets it make the sockets `network` allows.
+    pub fn with_network(mut self, network: Network) -> Sandbox {
+        self.network = network;
         self
     }
 
@@ -126,12 +149,13 @@ impl Sandbox {
         self.running(program).reading(files)
     }
 
-    /// Lets cargo run in `dir`: it may read cargo's home (registry, offline
-    /// sources), rustup's (the toolchains), and the configuration files
-    /// cargo and rustup look for in `dir` and above it, as they would
-    /// unconfined.
+    /// Lets cargo build offline in `dir`: it may read what an offline build
+    /// needs of cargo's home and rustup's (see [`system::toolchain_paths`]:
+    /// not `credentials.toml`), and the configuration files cargo and
+    /// rustup look for in `dir` and above it, as they would unconfined.
     pub fn with_rust_toolchain(self, dir: &Path) -> Sandbox {
         let (cargo, rustup) = toolchain_homes();
+        let toolchain = system::toolchain_paths(&cargo, &rustup);
         let configuration = dir.ancestors().flat_map(|above| {
             [
                 above.join(".cargo/config.toml"),
@@ -141,7 +165,7 @@ impl Sandbox {
             ]
         });
         let found: Vec<PathBuf> = configuration.filter(|path| path.is_file()).collect();
-        self.reading([cargo, rustup]).reading(found)
+        self.reading(toolchain).reading(found)
     }
 }
 
@@ -292,12 +316,11 @@ fn supervised(
     deadline: Instant,
 ) -> Result<Option<landlock::Ruleset>, ConfinedError> {
     use landlock::Access;
-    let mut rules: Vec<(&Path, Access)> = SYSTEM_DIRS
+    let system = system::rules();
+    let mut rules: Vec<(&Path, Access)> = system
         .iter()
-        .map(|dir| (Path::new(dir), Access::ReadAndRun))
+        .map(|(path, access)| (path.as_path(), *access))
         .collect();
-    rules.push((Path::new("/dev"), Access::ReadAndRun));
-    rules.push((Path::new("/dev/null"), Access::Full));
     rules.push((&sandbox.home, Access::Full));
     rules.extend(sandbox.writable.iter().map(|d| (d.as_path(), Access::Full)));
     rules.extend(
@@ -314,6 +337,11 @@ fn supervised(
         }
         Err(why) => return Err(unconfinable(&why)),
     };
+    let filter = match seccomp::Filter::new(sandbox.network) {
+        Some(filter) => Some(filter),
+        None if unconfined_allowed() => None,
+        None => return Err(unconfinable("no seccomp filter for this architecture")),
+    };
     let fd = ruleset.as_ref().map(landlock::Ruleset::raw_fd);
     let left = deadline.saturating_duration_since(Instant::now());
     let deadline_nanos = reaper::monotonic_nanos() + left.as_nanos() as i128;
@@ -324,7 +352,8 @@ fn supervised(
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(command, move || {
             reaper::split(deadline_nanos, parent, || {
-                fd.map_or(Ok(()), landlock::enforce)
+                fd.map_or(Ok(()), landlock::enforce)?;
+                filter.as_ref().map_or(Ok(()), seccomp::Filter::install)
             })
         });
     }

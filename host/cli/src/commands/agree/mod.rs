@@ -16,10 +16,10 @@ use join::{Field, Side, join};
 #[derive(Debug, Clone, Args)]
 pub struct AgreeArgs {
     /// JSONL of predictions, one row per `id`.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub pred: PathBuf,
     /// JSONL of gold labels, joined with the predictions on `id`.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub gold: PathBuf,
     /// Field of the prediction rows (dotted path, e.g. `sub.score`).
     #[arg(long, default_value = "total")]

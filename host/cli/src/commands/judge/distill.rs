@@ -28,13 +28,13 @@ use verifine_runtime::{
 #[derive(Args, Debug, Clone)]
 pub struct DistillArgs {
     /// The rows the teacher judged (`verifine score` input).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub rows: PathBuf,
     /// The teacher's verdicts (`verifine score --output`).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub teacher: PathBuf,
     /// The teacher run's `--summary` JSON, for its seconds per sample.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub teacher_summary: Option<PathBuf>,
     /// The rubric that described the teacher's criteria (for their weights
     /// when the output rows do not carry them).
@@ -65,7 +65,7 @@ pub struct DistillArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where the student and its report go.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub run_dir: PathBuf,
 }
 

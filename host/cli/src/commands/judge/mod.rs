@@ -32,7 +32,7 @@ enum JudgeCommand {
 #[derive(Args, Debug)]
 pub struct TinyGgufArgs {
     /// The file to write.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub out: PathBuf,
     /// Hidden width (a multiple of 32 with `--q8`).
     #[arg(long, default_value_t = 64)]

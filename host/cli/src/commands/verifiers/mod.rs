@@ -36,10 +36,10 @@ enum VerifiersCommand {
 #[derive(Args, Debug, Clone)]
 pub struct ScreenArgs {
     /// The screen's TOML (slice, judges, candidates, goldens).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub config: PathBuf,
     /// Where report.md, summary.json and pareto.png go.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::commands::absolute_path)]
     pub run_dir: PathBuf,
 }
 
