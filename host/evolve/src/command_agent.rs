@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use verifine_base::{FileError, write_atomically, write_jsonl};
-use verifine_hotswap::agent::{Accept, collect, prepare_source};
+use verifine_hotswap::agent::{Accept, Builds, collect, prepare_source};
 use verifine_hotswap::confined;
 use verifine_hotswap::inbox::read_regular_file;
 use verifine_hotswap::revision::Origin;
@@ -50,8 +50,9 @@ pub struct AgentConfig {
     /// `source/` (needed for `code = "crate"`).
     pub source: Option<PathBuf>,
     /// Where each revised crate gets the fresh target directory it is
-    /// compiled in, removed after its build (default: the request
-    /// directory).
+    /// compiled in, removed after its build, and where the compiled
+    /// dependencies it starts from are kept (default: the request
+    /// directory, and the seeds in the user's cache).
     pub build_target_dir: Option<PathBuf>,
 }
 
@@ -256,12 +257,17 @@ impl CommandAgent {
             }
             return Ok(None);
         };
-        let target = self.config.build_target_dir.as_deref().unwrap_or(dir);
+        let seeds = verifine_hotswap::plugin_crate::seed::default_root();
+        let builds = Builds {
+            root: self.config.build_target_dir.as_deref().unwrap_or(dir),
+            seeds: self.config.build_target_dir.as_deref().unwrap_or(&seeds),
+            trusted_source: self.config.source.as_deref(),
+        };
         let origin = Origin::Agent {
             command: self.name(),
             step: self.round as usize,
         };
-        Ok(match collect(dir, accept, lock, target, deadline, origin) {
+        Ok(match collect(dir, accept, lock, builds, deadline, origin) {
             Ok(None) => None,
             Ok(Some(answer)) => Some(Ok(CodeSubmission {
                 bytes: answer.bytes,

@@ -29,8 +29,10 @@ pub struct AgentConfig {
     /// The agent is stopped after this long.
     pub timeout_seconds: u64,
     /// Where each revised crate gets the fresh target directory it is
-    /// compiled in, removed after its build (default: the revision
-    /// directory; see [`plugin_crate::build_confined`]).
+    /// compiled in, removed after its build, and where the compiled
+    /// dependencies it starts from are kept (default: the revision
+    /// directory, and the seeds in the user's cache; see
+    /// [`plugin_crate::build_confined`] and [`plugin_crate::seed`]).
     pub build_target_dir: Option<PathBuf>,
     /// Files and directories the agent may read besides the system's and
     /// its own directory (its program is readable already): a virtual
@@ -167,12 +169,16 @@ pub fn ask(
         command: config.command.join(" "),
         step,
     };
-    let target = config.build_target_dir.as_deref().unwrap_or(dir);
+    let seeds = plugin_crate::seed::default_root();
     collect(
         dir,
         config.accept,
         lock.as_deref(),
-        target,
+        Builds {
+            root: config.build_target_dir.as_deref().unwrap_or(dir),
+            seeds: config.build_target_dir.as_deref().unwrap_or(&seeds),
+            trusted_source: config.source.as_deref(),
+        },
         deadline,
         origin,
     )
@@ -195,14 +201,26 @@ pub fn prepare_source(
     }
 }
 
+/// Where an agent's crate is built.
+#[derive(Debug, Clone, Copy)]
+pub struct Builds<'a> {
+    /// Each build gets a fresh directory here, removed after it.
+    pub root: &'a Path,
+    /// Where the seeds (see [`plugin_crate::seed`]) are kept.
+    pub seeds: &'a Path,
+    /// The user's own crate the seed is built from (never a revision); no
+    /// seed without it.
+    pub trusted_source: Option<&'a Path>,
+}
+
 /// What an agent left in `dir`: `revised.wasm`, or a `revised/` crate built
 /// confined against `lock` (from [`prepare_source`]) in a fresh directory
-/// under `build_target`; `Ok(None)` when it left neither.
+/// under `builds.root`; `Ok(None)` when it left neither.
 pub fn collect(
     dir: &Path,
     accept: Accept,
     lock: Option<&str>,
-    build_target: &Path,
+    builds: Builds<'_>,
     deadline: Instant,
     origin: Origin,
 ) -> Result<Option<Answer>> {
@@ -237,7 +255,12 @@ pub fn collect(
     let source = dir.join("source");
     plugin_crate::pin_lock(&revised, &source, lock)?;
     let sources = plugin_crate::local_source_trees(&source)?;
-    let bytes = plugin_crate::build_confined(&revised, build_target, &sources, deadline)?;
+    let seed = match builds.trusted_source {
+        Some(trusted) => plugin_crate::seed::ensure(trusted, lock, builds.seeds, deadline)?,
+        None => None,
+    };
+    let bytes =
+        plugin_crate::build_confined(&revised, builds.root, &sources, seed.as_deref(), deadline)?;
     let cases = revised.join("cases.jsonl");
     Ok(Some(Answer {
         bytes,

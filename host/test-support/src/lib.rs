@@ -3,6 +3,10 @@
 //! the test is done with it, kept when the test fails so its files can be
 //! looked at (its path is in the failure's output).
 
+mod capped;
+
+pub use capped::{Caps, in_capped_child};
+
 use std::path::{Path, PathBuf};
 
 /// A test's directory: derefs to its [`Path`], removed on drop unless the

@@ -197,10 +197,18 @@ pub fn native_library_name(package: &str) -> String {
 fn cargo_build(target_dir: &Path) -> Command {
     let mut cmd = cargo_command(target_dir);
     cmd.args(["--target", TARGET])
-        .env("CARGO_PROFILE_RELEASE_LTO", "true")
-        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1");
+        .args(RELEASE_PROFILE.map(|setting| format!("--config={setting}")));
     cmd
 }
+
+/// The release profile components are built with (see `cargo_build`), as
+/// cargo `--config` settings: every build of a plugin crate, confined or
+/// not, passes the same, so their compiled dependencies are
+/// interchangeable.
+pub const RELEASE_PROFILE: [&str; 2] = [
+    "profile.release.lto=true",
+    "profile.release.codegen-units=1",
+];
 
 /// `cargo build --release --target-dir DIR` for the host target, with the
 /// flags meant for an outer build removed.

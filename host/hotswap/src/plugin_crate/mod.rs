@@ -1,6 +1,7 @@
 //! Plugin crates as source: copying one somewhere it still builds, and
 //! building it to a component.
 
+pub mod seed;
 mod standalone;
 
 pub use standalone::copy_standalone;
@@ -86,27 +87,47 @@ pub fn build(dir: &Path, target_dir: &Path) -> Result<(Vec<u8>, PathBuf)> {
 ///
 /// The fresh directory is the point: a directory a confined build wrote is
 /// never read by an unconfined process, nor by the next confined build
-/// (whose artifacts it could otherwise replace).
+/// (whose artifacts it could otherwise replace). It starts as a copy of
+/// `seed` when one is given (see [`seed`]: the dependencies compiled from
+/// the user's own crate), so only the revision itself is compiled.
 pub fn build_confined(
     dir: &Path,
     parent: &Path,
+    sources: &[PathBuf],
+    seed: Option<&Path>,
+    deadline: std::time::Instant,
+) -> Result<Vec<u8>> {
+    let target_dir = FreshDir::new(&absolute(parent)?)?;
+    if let Some(seed) = seed {
+        seed::copy_into(seed, &target_dir.path)?;
+    }
+    cargo_build_confined(dir, &target_dir.path, sources, deadline)
+}
+
+/// `cargo build` of the crate in `dir` for wasm32-wasip2 into `target_dir`
+/// (which it may write, and nothing else), confined, offline and locked,
+/// with the release profile `verifine plugin build` uses; the component's
+/// bytes.
+fn cargo_build_confined(
+    dir: &Path,
+    target_dir: &Path,
     sources: &[PathBuf],
     deadline: std::time::Instant,
 ) -> Result<Vec<u8>> {
     let dir = &absolute(dir)?;
     let name = package_name(dir)?;
     verifine_wasm_build::try_ensure_target_installed().map_err(|e| crate_error(dir, e))?;
-    let target_dir = FreshDir::new(&absolute(parent)?)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = std::process::Command::new(&cargo);
     command
         .args(["build", "--release", "--offline", "--locked", "--target"])
         .arg(verifine_wasm_build::TARGET)
+        .args(verifine_wasm_build::RELEASE_PROFILE.map(|setting| format!("--config={setting}")))
         .arg("--target-dir")
-        .arg(&target_dir.path)
+        .arg(target_dir)
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"));
-    let sandbox = Sandbox::new(&target_dir.path)
+    let sandbox = Sandbox::new(target_dir)
         .reading([dir.to_path_buf()])
         .reading(sources.iter().cloned())
         .running(&cargo.to_string_lossy())
@@ -121,7 +142,6 @@ pub fn build_confined(
         ));
     }
     let path = target_dir
-        .path
         .join(verifine_wasm_build::TARGET)
         .join("release")
         .join(format!("{}.wasm", name.replace('-', "_")));

@@ -79,8 +79,15 @@ fn a_confined_build_writes_only_a_fresh_directory_and_reaches_nothing() {
     assert!(unix.accept().is_err(), "the UNIX socket was reached");
     assert!(tcp.accept().is_err(), "the TCP listener was reached");
     // The directory the build wrote is gone: nothing can load from it.
-    let left: Vec<_> = std::fs::read_dir(&parent).unwrap().collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(build_dirs_left(&parent), Vec::<String>::new());
+    // What it started from (the live crate's dependencies, compiled from
+    // the user's own crate) is kept for the next revision, untouched.
+    let seeds: Vec<String> = names_in(&parent)
+        .into_iter()
+        .filter(|n| n.starts_with("seed-"))
+        .collect();
+    assert_eq!(seeds.len(), 1, "{seeds:?}");
+    assert!(!parent.join(&seeds[0]).join("target/planted").exists());
 }
 
 #[test]
@@ -102,6 +109,20 @@ fn a_build_script_that_fails_leaves_no_directory_behind() {
         .err()
         .expect("the build fails");
     assert!(err.to_string().contains("cargo build failed"), "{err}");
-    let left: Vec<_> = std::fs::read_dir(&parent).unwrap().collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(build_dirs_left(&parent), Vec::<String>::new());
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Build directories (not seeds) left under `parent`.
+fn build_dirs_left(parent: &Path) -> Vec<String> {
+    names_in(parent)
+        .into_iter()
+        .filter(|n| !n.starts_with("seed-"))
+        .collect()
 }

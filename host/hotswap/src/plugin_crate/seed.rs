@@ -1,0 +1,116 @@
+//! Compiled dependencies a confined build starts from, so that a fresh
+//! target directory per build costs a copy, not a build from scratch.
+//!
+//! A seed is the target directory of a build of the **user's own** plugin
+//! crate (the one configured as the live source, never a revision): the
+//! code `verifine plugin build` would run, with the same trust (and built
+//! confined all the same). No process running an agent's code writes it: each confined build gets a copy in
+//! its fresh directory, so what a hostile `build.rs` does to its copy dies
+//! with it. A seed is keyed by the crate's manifest and lock (the
+//! dependencies a revision is locked to); a revision's own crate is then
+//! the only thing compiled.
+
+use super::{absolute, cargo_build_confined, copy_standalone, local_source_trees};
+use crate::error::{HotswapError, Result};
+use std::path::{Path, PathBuf};
+
+/// Where seeds are kept unless a run says otherwise: beside the user's
+/// compiled-code cache (`agent-seeds`), so that every run of the same
+/// crate and lock shares one; else under the system's temporary directory.
+pub fn default_root() -> PathBuf {
+    verifine_runtime::default_cache_dir()
+        .and_then(|code| code.parent().map(|p| p.join("agent-seeds")))
+        .unwrap_or_else(|| std::env::temp_dir().join("verifine-agent-seeds"))
+}
+
+/// The seed for the trusted crate `source` built against `lock`, under
+/// `root`: made now unless a finished one is there. `Ok(None)` when its
+/// build fails (the confined build then starts from nothing, and says why
+/// if it fails too).
+pub fn ensure(
+    source: &Path,
+    lock: &str,
+    root: &Path,
+    deadline: std::time::Instant,
+) -> Result<Option<PathBuf>> {
+    let root = absolute(root)?;
+    let manifest = source.join("Cargo.toml");
+    let manifest_text =
+        std::fs::read(&manifest).map_err(|e| HotswapError::io("reading", &manifest, e))?;
+    let mut keyed = manifest_text;
+    keyed.extend_from_slice(lock.as_bytes());
+    let key = &verifine_base::sha256_hex(&keyed)[..16];
+    let seed = root.join(format!("seed-{key}"));
+    if seed.join(FINISHED).is_file() {
+        return Ok(Some(seed.join("target")));
+    }
+    let partial = root.join(format!("seed-{key}.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&partial);
+    let crate_dir = partial.join("crate");
+    copy_standalone(source, &crate_dir)?;
+    let lock_path = crate_dir.join("Cargo.lock");
+    std::fs::write(&lock_path, lock).map_err(|e| HotswapError::io("writing", &lock_path, e))?;
+    // Built confined too, as its copies will be, so that the environment
+    // and the flags are the same by construction.
+    let target = partial.join("target");
+    std::fs::create_dir(&target).map_err(|e| HotswapError::io("creating", &target, e))?;
+    let sources = local_source_trees(&crate_dir)?;
+    let built = cargo_build_confined(&crate_dir, &target, &sources, deadline);
+    if let Err(e) = built {
+        tracing::warn!(
+            "building the seed of {} failed; agent builds start from scratch: {e}",
+            source.display()
+        );
+        let _ = std::fs::remove_dir_all(&partial);
+        return Ok(None);
+    }
+    let finished = partial.join(FINISHED);
+    std::fs::write(&finished, b"").map_err(|e| HotswapError::io("writing", &finished, e))?;
+    match std::fs::rename(&partial, &seed) {
+        Ok(()) => {}
+        // Another process finished the same seed first: use theirs.
+        Err(_) if seed.join(FINISHED).is_file() => {
+            let _ = std::fs::remove_dir_all(&partial);
+        }
+        Err(e) => return Err(HotswapError::io("renaming", &partial, e)),
+    }
+    Ok(Some(seed.join("target")))
+}
+
+/// Marks a seed whose build finished.
+const FINISHED: &str = "finished";
+
+/// Copies the seed `from` into the fresh directory `to`: directories,
+/// regular files (with their modification times, which cargo's freshness
+/// checks compare) and links as links.
+pub fn copy_into(from: &Path, to: &Path) -> Result<()> {
+    let reading = |e| HotswapError::io("reading", from, e);
+    for entry in std::fs::read_dir(from).map_err(reading)? {
+        let entry = entry.map_err(reading)?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().map_err(reading)?;
+        if kind.is_dir() {
+            std::fs::create_dir(&target).map_err(|e| HotswapError::io("creating", &target, e))?;
+            copy_into(&source, &target)?;
+        } else if kind.is_symlink() {
+            #[cfg(unix)]
+            {
+                let link = std::fs::read_link(&source).map_err(reading)?;
+                std::os::unix::fs::symlink(link, &target)
+                    .map_err(|e| HotswapError::io("creating", &target, e))?;
+            }
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target).map_err(|e| HotswapError::io("copying", &source, e))?;
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .map_err(reading)?;
+            std::fs::File::options()
+                .write(true)
+                .open(&target)
+                .and_then(|file| file.set_modified(modified))
+                .map_err(|e| HotswapError::io("dating", &target, e))?;
+        }
+    }
+    Ok(())
+}
