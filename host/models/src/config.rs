@@ -12,6 +12,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::Path;
 
+pub mod limits;
+mod rope;
+
+pub use rope::inverse_frequencies;
+use rope::rope_scaling;
+
 /// Which family the weights follow. Both rotate halves in the Hugging Face
 /// layout; qwen2 adds biases to the query, key and value projections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,8 +113,7 @@ impl DecoderSpec {
     /// Reads `dir/config.json`.
     pub fn from_config_json(dir: &Path) -> Result<Self> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| verifine_base::FileError::io("reading", &path, e))?;
+        let text = read_bounded(&path, limits::MAX_CONFIG_JSON_BYTES)?;
         let value: Value =
             serde_json::from_str(&text).map_err(|e| ModelError::format(&path, e.to_string()))?;
         Self::from_json(&value, &path)
@@ -226,11 +231,11 @@ impl DecoderSpec {
             attention_bias,
             bos_token_id: field("bos_token_id")
                 .and_then(Value::as_u64)
-                .map(|v| v as u32),
+                .and_then(|v| u32::try_from(v).ok()),
             eos_token_ids: token_ids(field("eos_token_id")),
         };
         if let Some(head_dim) = field("head_dim").and_then(Value::as_u64)
-            && head_dim as usize * num_heads != hidden_size
+            && (head_dim as usize).checked_mul(num_heads) != Some(hidden_size)
         {
             return Err(ModelError::unsupported(
                 path,
@@ -245,12 +250,49 @@ impl DecoderSpec {
         Ok(spec)
     }
 
-    /// Checks the shape fits the decoder (heads divide the width and each
-    /// other, heads of even width for rotation).
+    /// Checks the shape fits the decoder (every count within [`limits`],
+    /// heads divide the width and each other, heads of even width for
+    /// rotation, finite positive rotary base and norm epsilon). Field names
+    /// are `config.json`'s; a GGUF file's counts are checked under their
+    /// own names first.
     pub fn validate(&self, path: &Path) -> Result<()> {
         let bad = |field: &str, value: usize, why: String| {
             Err(ModelError::unsupported(path, field, value, why))
         };
+        for (field, value, max) in [
+            ("vocab_size", self.vocab_size, limits::MAX_VOCAB),
+            ("hidden_size", self.hidden_size, limits::MAX_HIDDEN),
+            ("num_hidden_layers", self.num_layers, limits::MAX_LAYERS),
+            ("num_attention_heads", self.num_heads, limits::MAX_HEADS),
+            ("num_key_value_heads", self.num_kv_heads, limits::MAX_HEADS),
+            (
+                "intermediate_size",
+                self.intermediate_size,
+                limits::MAX_INTERMEDIATE,
+            ),
+            (
+                "max_position_embeddings",
+                self.max_position_embeddings,
+                limits::MAX_CONTEXT,
+            ),
+        ] {
+            if value == 0 || value > max {
+                return bad(field, value, format!("must be between 1 and {max}"));
+            }
+        }
+        for (field, value) in [
+            ("rope_theta", self.rope_theta),
+            ("rms_norm_eps", self.rms_norm_eps),
+        ] {
+            if !value.is_finite() || value < 0.0 || (field == "rope_theta" && value == 0.0) {
+                return Err(ModelError::unsupported(
+                    path,
+                    field,
+                    value,
+                    "must be finite and positive",
+                ));
+            }
+        }
         if !self.hidden_size.is_multiple_of(self.num_heads) {
             return bad(
                 "num_attention_heads",
@@ -263,6 +305,13 @@ impl DecoderSpec {
                 "num_key_value_heads",
                 self.num_kv_heads,
                 format!("must divide num_attention_heads {}", self.num_heads),
+            );
+        }
+        if self.head_dim() > limits::MAX_HEAD_DIM {
+            return bad(
+                "head_dim",
+                self.head_dim(),
+                format!("must be at most {}", limits::MAX_HEAD_DIM),
             );
         }
         if !self.head_dim().is_multiple_of(2) {
@@ -334,89 +383,29 @@ impl DecoderSpec {
     }
 }
 
-fn token_ids(value: Option<&Value>) -> Vec<u32> {
-    match value {
-        Some(Value::Number(n)) => n.as_u64().map(|v| vec![v as u32]).unwrap_or_default(),
-        Some(Value::Array(ids)) => ids
-            .iter()
-            .filter_map(Value::as_u64)
-            .map(|v| v as u32)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn rope_scaling(value: Option<&Value>, path: &Path) -> Result<Option<RopeScaling>> {
-    let Some(value) = value else { return Ok(None) };
-    let kind = value
-        .get("rope_type")
-        .or_else(|| value.get("type"))
-        .and_then(Value::as_str)
-        .unwrap_or("(none)");
-    let number = |key: &str| -> Result<f64> {
-        value
-            .get(key)
-            .and_then(Value::as_f64)
-            .filter(|x| x.is_finite() && *x > 0.0)
-            .ok_or_else(|| {
-                ModelError::format(
-                    path,
-                    format!("rope_scaling.{key} is missing or not a positive number"),
-                )
-            })
-    };
-    match kind {
-        "default" => Ok(None),
-        "linear" => Ok(Some(RopeScaling::Linear {
-            factor: number("factor")?,
-        })),
-        "llama3" => Ok(Some(RopeScaling::Llama3 {
-            factor: number("factor")?,
-            low_freq_factor: number("low_freq_factor")?,
-            high_freq_factor: number("high_freq_factor")?,
-            original_max_position_embeddings: number("original_max_position_embeddings")? as usize,
-        })),
-        other => Err(ModelError::unsupported(
+/// Reads `path` whole, refusing it when longer than `max` bytes.
+pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<String> {
+    use std::io::Read;
+    let file =
+        std::fs::File::open(path).map_err(|e| verifine_base::FileError::io("reading", path, e))?;
+    let mut text = String::new();
+    file.take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| verifine_base::FileError::io("reading", path, e))?;
+    if text.len() as u64 > max {
+        return Err(ModelError::format(
             path,
-            "rope_scaling.rope_type",
-            format!("{other:?}"),
-            "supported: default, linear, llama3",
-        )),
+            format!("longer than {max} bytes; a model's JSON files are far smaller"),
+        ));
     }
+    Ok(text)
 }
 
-/// Rotary inverse frequencies of heads of width `dim` (`dim / 2` of them),
-/// with `scaling` applied as transformers applies it.
-pub fn inverse_frequencies(theta: f64, dim: usize, scaling: Option<RopeScaling>) -> Vec<f64> {
-    let base: Vec<f64> = (0..dim / 2)
-        .map(|i| 1.0 / theta.powf(2.0 * i as f64 / dim as f64))
-        .collect();
-    match scaling {
-        None => base,
-        Some(RopeScaling::Linear { factor }) => base.into_iter().map(|f| f / factor).collect(),
-        Some(RopeScaling::Llama3 {
-            factor,
-            low_freq_factor,
-            high_freq_factor,
-            original_max_position_embeddings,
-        }) => {
-            let original = original_max_position_embeddings as f64;
-            let low_wavelen = original / low_freq_factor;
-            let high_wavelen = original / high_freq_factor;
-            base.into_iter()
-                .map(|f| {
-                    let wavelen = 2.0 * std::f64::consts::PI / f;
-                    if wavelen < high_wavelen {
-                        f
-                    } else if wavelen > low_wavelen {
-                        f / factor
-                    } else {
-                        let smooth = (original / wavelen - low_freq_factor)
-                            / (high_freq_factor - low_freq_factor);
-                        (1.0 - smooth) * f / factor + smooth * f
-                    }
-                })
-                .collect()
-        }
+fn token_ids(value: Option<&Value>) -> Vec<u32> {
+    let id = |v: &Value| v.as_u64().and_then(|v| u32::try_from(v).ok());
+    match value {
+        Some(Value::Array(ids)) => ids.iter().filter_map(id).collect(),
+        Some(one) => id(one).into_iter().collect(),
+        None => Vec::new(),
     }
 }

@@ -30,9 +30,26 @@ pub enum ModelError {
         /// What verifine supports instead.
         why: String,
     },
-    /// A chat template that does not render.
-    #[error("chat template: {0}")]
-    Template(String),
+    /// A chat template that does not compile or render.
+    #[error("{origin}: {message}")]
+    Template {
+        /// Where the template came from: file and field
+        /// (`tokenizer_config.json: chat_template`).
+        origin: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Input stopped at one of the bounds verifine puts on what a
+    /// downloaded model may cost — a chat template's rendering budget, a
+    /// tokenizer's ids or text growth — instead of hanging or exhausting
+    /// memory.
+    #[error("{origin}: {message}")]
+    Limit {
+        /// The file and field the input came from.
+        origin: String,
+        /// Which bound it went past, named as the constant that sets it.
+        message: String,
+    },
     /// A tokenizer that fails on text.
     #[error("tokenizer: {0}")]
     Tokenizer(String),

@@ -15,13 +15,30 @@ use candle_core::{Device, Tensor};
 use std::io::{Read, Seek};
 use std::path::Path;
 
-/// The metadata of a GGUF file, read without its tensors.
+mod checks;
+mod reader;
+
+pub use reader::{
+    MAX_ALIGNMENT, MAX_METADATA_BYTES, MAX_METADATA_KEYS, MAX_STRING_BYTES, MAX_TENSORS,
+};
+
+/// The metadata keys whose arrays (and long strings) are kept when a
+/// header is read: everything verifine reads. Any other array is stepped
+/// over unread, so a file cannot make the reader materialize what no one
+/// uses; code that starts reading another array key adds it here.
+pub const KEPT_KEYS: &[&str] = &[
+    "tokenizer.ggml.tokens",
+    "tokenizer.ggml.scores",
+    "tokenizer.ggml.token_type",
+    "tokenizer.ggml.merges",
+    "tokenizer.chat_template",
+];
+
+/// The metadata of a GGUF file, read without its tensors: every count,
+/// length, offset and size checked against the file and bounded (see
+/// [`MAX_METADATA_BYTES`]), arrays outside [`KEPT_KEYS`] skipped.
 pub fn read_content(path: &Path) -> Result<(Content, std::fs::File)> {
-    let mut file =
-        std::fs::File::open(path).map_err(|e| verifine_base::FileError::io("opening", path, e))?;
-    let content = Content::read(&mut file)
-        .map_err(|e| ModelError::format(path, format!("not a GGUF file: {e}")))?;
-    Ok((content, file))
+    reader::read(path, KEPT_KEYS)
 }
 
 /// The decoder shape GGUF metadata describes.
@@ -47,17 +64,37 @@ pub fn spec(content: &Content, path: &Path) -> Result<DecoderSpec> {
     let key = |k: &str| format!("{arch_name}.{k}");
     let get = |k: &str| content.metadata.get(&key(k));
     let count = |k: &str| -> Result<usize> {
-        get(k)
-            .ok_or_else(|| ModelError::format(path, format!("{} is missing", key(k))))?
-            .to_u32()
-            .map(|v| v as usize)
-            .or_else(|_| get(k).unwrap().to_u64().map(|v| v as usize))
-            .map_err(|e| ModelError::format(path, format!("{}: {e}", key(k))))
+        let value =
+            get(k).ok_or_else(|| ModelError::format(path, format!("{} is missing", key(k))))?;
+        value
+            .to_u64()
+            .ok()
+            .filter(|&n| n > 0)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| {
+                ModelError::format(
+                    path,
+                    format!("{} = {value:?} is not a positive integer", key(k)),
+                )
+            })
     };
-    let float = |k: &str, default: f64| -> f64 {
-        get(k)
-            .and_then(|v| v.to_f32().ok())
-            .map_or(default, f64::from)
+    // Absent: the default; present: a finite positive number, or refused.
+    let float = |k: &str, default: f64| -> Result<f64> {
+        let Some(value) = get(k) else {
+            return Ok(default);
+        };
+        match value {
+            Value::F32(x) => Some(f64::from(*x)),
+            Value::F64(x) => Some(*x),
+            _ => None,
+        }
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .ok_or_else(|| {
+            ModelError::format(
+                path,
+                format!("{} = {value:?} is not a positive number", key(k)),
+            )
+        })
     };
     if let Some(kind) = get("rope.scaling.type").and_then(|v| v.to_string().ok())
         && kind != "none"
@@ -83,16 +120,6 @@ pub fn spec(content: &Content, path: &Path) -> Result<DecoderSpec> {
     };
     let num_heads = count("attention.head_count")?;
     let hidden_size = count("embedding_length")?;
-    if let Ok(rope_dims) = count("rope.dimension_count")
-        && rope_dims * num_heads != hidden_size
-    {
-        return Err(ModelError::unsupported(
-            path,
-            key("rope.dimension_count"),
-            rope_dims,
-            "rotation must cover whole heads of width embedding_length / head_count",
-        ));
-    }
     let token = |k: &str| content.metadata.get(k).and_then(|v| v.to_u32().ok());
     let spec = DecoderSpec {
         architecture,
@@ -100,17 +127,34 @@ pub fn spec(content: &Content, path: &Path) -> Result<DecoderSpec> {
         hidden_size,
         num_layers: count("block_count")?,
         num_heads,
-        num_kv_heads: count("attention.head_count_kv").unwrap_or(num_heads),
+        num_kv_heads: match get("attention.head_count_kv") {
+            Some(_) => count("attention.head_count_kv")?,
+            None => num_heads,
+        },
         intermediate_size: count("feed_forward_length")?,
         max_position_embeddings: count("context_length")?,
-        rope_theta: float("rope.freq_base", 10_000.0),
+        rope_theta: float("rope.freq_base", 10_000.0)?,
         rope_scaling: None,
-        rms_norm_eps: float("attention.layer_norm_rms_epsilon", 1e-5),
+        rms_norm_eps: float("attention.layer_norm_rms_epsilon", 1e-5)?,
         tie_word_embeddings: !content.tensor_infos.contains_key("output.weight"),
         attention_bias: content.tensor_infos.contains_key("blk.0.attn_q.bias"),
         bos_token_id: token("tokenizer.ggml.bos_token_id"),
         eos_token_ids: token("tokenizer.ggml.eos_token_id").into_iter().collect(),
     };
+    // Every count against its bounds and the tensors the file holds,
+    // before anything is sized from it.
+    checks::check(content, &spec, &arch_name, path)?;
+    if get("rope.dimension_count").is_some() {
+        let rope_dims = count("rope.dimension_count")?;
+        if rope_dims.checked_mul(num_heads) != Some(hidden_size) {
+            return Err(ModelError::unsupported(
+                path,
+                key("rope.dimension_count"),
+                rope_dims,
+                "rotation must cover whole heads of width embedding_length / head_count",
+            ));
+        }
+    }
     spec.validate(path)?;
     Ok(spec)
 }

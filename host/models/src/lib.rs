@@ -103,7 +103,8 @@ impl Pretrained {
         }
         let mut weights = weights::load_safetensors_dir(dir, device)?;
         weights::check_shapes(&spec, &mut weights, dir)?;
-        let tokenizer = TextTokenizer::from_tokenizer_json(&dir.join("tokenizer.json"))?;
+        let tokenizer =
+            TextTokenizer::from_tokenizer_json_for(&dir.join("tokenizer.json"), spec.vocab_size)?;
         let tokenizer_config = chat::read_json_if_present(&dir.join("tokenizer_config.json"))?
             .unwrap_or_else(|| json!({}));
         let chat_template = ChatTemplate::from_checkpoint_dir(dir)?;
@@ -127,17 +128,14 @@ impl Pretrained {
         let spec = gguf::spec(&content, path)?;
         let mut weights = gguf::weights(&content, &mut file, &spec, path, device)?;
         weights::check_shapes(&spec, &mut weights, path)?;
-        let tokenizer = TextTokenizer::from_gguf(&content, path)?;
+        let tokenizer = TextTokenizer::from_gguf_for(&content, path, spec.vocab_size)?;
         let text_of = |id: Option<u32>| {
             id.and_then(|id| tokenizer.id_to_token(id))
                 .unwrap_or_default()
         };
         let bos = text_of(spec.bos_token_id);
         let eos = text_of(spec.eos_token_ids.first().copied());
-        let chat_template = gguf::chat_template_source(&content)
-            .map(|source| ChatTemplate::new(&source, &bos, &eos))
-            .transpose()
-            .map_err(|e| ModelError::format(path, e.to_string()))?;
+        let chat_template = ChatTemplate::from_gguf(&content, path, &bos, &eos)?;
         let add_bos = content
             .metadata
             .get("tokenizer.ggml.add_bos_token")

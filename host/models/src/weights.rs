@@ -99,6 +99,23 @@ pub fn expected_shapes(spec: &DecoderSpec) -> Vec<(String, Vec<usize>)> {
 /// shape (naming it); tensors the decoder does not use (rotary caches some
 /// checkpoints carry) are dropped.
 pub fn check_shapes(spec: &DecoderSpec, weights: &mut Weights, path: &Path) -> Result<()> {
+    // Each block has nine tensors: a layer count the weights cannot hold
+    // is refused before the list of expected tensors is built from it.
+    if spec
+        .num_layers
+        .checked_mul(9)
+        .is_none_or(|n| n > weights.len())
+    {
+        return Err(ModelError::unsupported(
+            path,
+            "num_hidden_layers",
+            spec.num_layers,
+            format!(
+                "the weights hold {} tensors, fewer than nine per block",
+                weights.len()
+            ),
+        ));
+    }
     let expected = expected_shapes(spec);
     for (name, shape) in &expected {
         match weights.get(name) {
@@ -142,6 +159,10 @@ pub fn check_shapes(spec: &DecoderSpec, weights: &mut Weights, path: &Path) -> R
     Ok(())
 }
 
+/// Bytes of a `model.safetensors.index.json` (Llama 3.1 405B's: 120 KiB).
+/// Read whole, so bounded.
+pub const MAX_INDEX_JSON_BYTES: u64 = 64 << 20;
+
 /// The safetensors files of a checkpoint directory: the shards
 /// `model.safetensors.index.json` names, or `model.safetensors`.
 pub fn weight_files(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -151,8 +172,7 @@ pub fn weight_files(dir: &Path) -> Result<Vec<PathBuf>> {
         struct Index {
             weight_map: HashMap<String, String>,
         }
-        let text = std::fs::read_to_string(&index)
-            .map_err(|e| verifine_base::FileError::io("reading", &index, e))?;
+        let text = crate::config::read_bounded(&index, MAX_INDEX_JSON_BYTES)?;
         let parsed: Index =
             serde_json::from_str(&text).map_err(|e| ModelError::format(&index, e.to_string()))?;
         let mut files: Vec<String> = parsed.weight_map.into_values().collect();

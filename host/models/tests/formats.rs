@@ -11,6 +11,8 @@ use std::path::Path;
 use verifine_models::weights::{expected_shapes, save_safetensors};
 use verifine_models::{DecoderSpec, Message, ModelError, Pretrained, Role, Weights};
 
+mod fuzz;
+
 const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 fn scratch(name: &str) -> verifine_test_support::ScratchDir {

@@ -87,7 +87,11 @@ pub fn in_capped_child(test: &str, caps: Caps) -> bool {
         chars[chars.len().saturating_sub(6000)..].iter().collect()
     };
     match output.0 {
-        Some(status) if status.success() => false,
+        Some(status) if status.success() => {
+            // Shown with `--nocapture`: what the child reported (counts).
+            print!("{tail}");
+            false
+        }
         Some(status) => panic!(
             "{test} failed in its capped child ({status}; memory cap {} MiB):\n{tail}",
             caps.memory_bytes >> 20

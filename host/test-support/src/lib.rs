@@ -4,8 +4,10 @@
 //! looked at (its path is in the failure's output).
 
 mod capped;
+mod mutate;
 
 pub use capped::{Caps, in_capped_child};
+pub use mutate::{EXTREMES, mutate_bytes};
 
 use std::path::{Path, PathBuf};
 

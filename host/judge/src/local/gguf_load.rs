@@ -14,6 +14,8 @@ use candle_core::Device;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file::Content};
 use std::io::{Read, Seek};
 
+mod counts;
+
 const GEMMA3_GLOBAL_EVERY: usize = 6;
 /// Matrices without a SIMD kernel are widened to f32 while the widened
 /// ones stay under this size, else requantized to Q8_0.
@@ -49,10 +51,10 @@ fn slow_on_this_device(content: &Content, device: &Device) -> Option<Widen> {
         .values()
         .filter(|t| !has_cpu_kernel(t.ggml_dtype))
         .map(|t| t.shape.elem_count())
-        .sum();
+        .fold(0usize, usize::saturating_add);
     match slow {
         0 => None,
-        n if n * 4 <= WIDEN_TO_F32_BYTES => Some(Widen::F32),
+        n if n.saturating_mul(4) <= WIDEN_TO_F32_BYTES => Some(Widen::F32),
         _ => Some(Widen::Q8_0),
     }
 }
@@ -88,23 +90,32 @@ impl JudgeDecoder {
                 .get(&full)
                 .ok_or_else(|| DecoderError::Weights(format!("{full} is missing")))
         };
-        let int = |key: &str| -> Result<usize> {
-            Ok(meta(key)?
-                .to_u32()
-                .map_err(|err| DecoderError::Weights(format!("{arch}.{key}: {err}")))?
-                as usize)
+        let counts::Counts {
+            heads,
+            kv_heads,
+            blocks,
+            width,
+            head_dim,
+            context_length,
+            sliding_window,
+        } = counts::counts(content, &arch, gemma)?;
+        // Present but not a finite positive number: refused, not guessed.
+        let float = |key: &str| -> Result<Option<f32>> {
+            match meta(key) {
+                Err(_) => Ok(None),
+                Ok(v) => match v.to_f32() {
+                    Ok(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
+                    _ => Err(DecoderError::Weights(format!(
+                        "{arch}.{key} = {v:?} must be a finite positive f32"
+                    ))),
+                },
+            }
         };
-        let float = |key: &str| meta(key).and_then(|v| v.to_f32().map_err(e));
-        let heads = int("attention.head_count")?;
-        let kv_heads = int("attention.head_count_kv").unwrap_or(heads);
-        let blocks = int("block_count")?;
-        let width = int("embedding_length")?;
-        let context_length = int("context_length")?.min(32_768);
-        let eps = float("attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64;
-        let freq_base = float("rope.freq_base").unwrap_or(10_000.0);
+        let eps = float("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-5) as f64;
+        let freq_base = float("rope.freq_base")?.unwrap_or(10_000.0);
         let position_scale = match meta("rope.scaling.type").and_then(|v| v.to_string().map_err(e))
         {
-            Ok(kind) if kind == "linear" => float("rope.scaling.factor").unwrap_or(1.0),
+            Ok(kind) if kind == "linear" => float("rope.scaling.factor")?.unwrap_or(1.0),
             Ok(kind) if kind != "none" => {
                 return Err(DecoderError::Weights(format!(
                     "{arch}.rope.scaling.type {kind:?} is not supported (linear)"
@@ -112,7 +123,6 @@ impl JudgeDecoder {
             }
             _ => 1.0,
         };
-        let head_dim = int("attention.key_length").ok();
         let mut tensor = |name: &str| {
             content
                 .tensor(reader, name, device)
@@ -173,15 +183,12 @@ impl JudgeDecoder {
             Ok(t) => matmul(t)?,
             Err(_) => Projection::tied(&embedding),
         };
-        let sliding_window = match gemma {
-            true => Some(SlidingWindow {
-                window: int("attention.sliding_window")?,
-                freq_base: GEMMA3_LOCAL_ROPE_BASE,
-            }),
-            false => None,
-        };
+        let sliding_window = sliding_window.map(|window| SlidingWindow {
+            window,
+            freq_base: GEMMA3_LOCAL_ROPE_BASE,
+        });
         let attention_scale = match (gemma, blocks) {
-            (true, 62) => Some(1.0 / ((width / heads.max(1)) as f64).sqrt()),
+            (true, 62) => Some(1.0 / ((width / heads) as f64).sqrt()),
             _ => None,
         };
         JudgeDecoder::assemble(
@@ -198,7 +205,7 @@ impl JudgeDecoder {
                 // Gemma 3 scales only its global layers' positions.
                 position_scale,
                 context_length,
-                head_dim: head_dim.filter(|_| gemma),
+                head_dim: Some(head_dim),
                 embed_scale: gemma.then(|| (width as f64).sqrt()),
                 activation: if gemma {
                     Activation::GeluTanh

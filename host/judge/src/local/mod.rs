@@ -67,8 +67,17 @@ impl LocalBackend {
         let device = device(config)?;
         let (content, mut file) =
             verifine_models::gguf::read_content(&config.path).map_err(|e| fail(e.to_string()))?;
-        let tokenizer = TextTokenizer::from_gguf(&content, &config.path)
-            .map_err(|e| JudgeError::Config(e.to_string()))?;
+        // Ids are checked against the embedding rows before a vocabulary is
+        // built from the file's word.
+        let tokenizer = match content.tensor_infos.get("token_embd.weight") {
+            Some(embedding) => TextTokenizer::from_gguf_for(
+                &content,
+                &config.path,
+                embedding.shape.dims().first().copied().unwrap_or(0),
+            ),
+            None => TextTokenizer::from_gguf(&content, &config.path),
+        }
+        .map_err(|e| JudgeError::Config(e.to_string()))?;
         let meta = |key: &str| content.metadata.get(key);
         let id = |key: &str| meta(key).and_then(|v| v.to_u32().ok());
         // llama.cpp's default: SentencePiece vocabularies begin with BOS,
@@ -85,12 +94,13 @@ impl LocalBackend {
             id.and_then(|i| tokenizer.id_to_token(i))
                 .unwrap_or_default()
         };
-        let chat_template = verifine_models::gguf::chat_template_source(&content)
-            .map(|source| {
-                ChatTemplate::new(&source, &text_of(bos), &text_of(ends.first().copied()))
-            })
-            .transpose()
-            .map_err(|e| fail(e.to_string()))?;
+        let chat_template = ChatTemplate::from_gguf(
+            &content,
+            &config.path,
+            &text_of(bos),
+            &text_of(ends.first().copied()),
+        )
+        .map_err(|e| JudgeError::Config(e.to_string()))?;
         let vocabulary = Vocabulary::new(tokenizer, bos, add_bos, &ends);
         let model =
             JudgeDecoder::load(&content, &mut file, &device).map_err(|e| fail(e.to_string()))?;
@@ -104,8 +114,11 @@ impl LocalBackend {
         let fail = |m: String| JudgeError::Config(format!("{}: {m}", config.path.display()));
         let device = device(config)?;
         let spec = safetensors::spec(&config.path).map_err(|e| fail(e.to_string()))?;
-        let tokenizer = TextTokenizer::from_tokenizer_json(&config.path.join("tokenizer.json"))
-            .map_err(|e| JudgeError::Config(e.to_string()))?;
+        let tokenizer = TextTokenizer::from_tokenizer_json_for(
+            &config.path.join("tokenizer.json"),
+            spec.vocab_size,
+        )
+        .map_err(|e| JudgeError::Config(e.to_string()))?;
         let tokenizer_config = std::fs::read_to_string(config.path.join("tokenizer_config.json"))
             .ok()
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());

@@ -173,6 +173,7 @@ impl JudgeDecoder {
             || !shape.heads.is_multiple_of(shape.kv_heads)
             || (shape.head_dim.is_none() && width % shape.heads != 0)
             || !head_dim.is_multiple_of(2)
+            || head_dim > verifine_models::config::limits::MAX_HEAD_DIM
         {
             return Err(DecoderError::Weights(format!(
                 "{} heads, {} KV heads and width {width} do not fit",

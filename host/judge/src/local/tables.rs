@@ -45,11 +45,23 @@ pub(crate) fn rotary_tables(
     device: &Device,
 ) -> Result<(Tensor, Tensor)> {
     let half = head_dim / 2;
+    // Sized from a model file's counts: refused rather than overflowing
+    // or allocating past this bound (a 1024-wide head over 32 768
+    // positions is 64 MiB a table).
+    const MAX_TABLE_ELEMENTS: usize = 1 << 24;
+    let elements = len
+        .checked_mul(half)
+        .filter(|&n| n <= MAX_TABLE_ELEMENTS)
+        .ok_or_else(|| {
+            super::model::DecoderError::Weights(format!(
+                "rotary tables of {len} positions × {half} frequencies exceed {MAX_TABLE_ELEMENTS} entries"
+            ))
+        })?;
     let inverse: Vec<f32> = (0..half)
         .map(|i| 1.0 / base.powf(2.0 * i as f32 / head_dim as f32))
         .collect();
-    let mut cos = Vec::with_capacity(len * half);
-    let mut sin = Vec::with_capacity(len * half);
+    let mut cos = Vec::with_capacity(elements);
+    let mut sin = Vec::with_capacity(elements);
     for position in 0..len {
         for f in &inverse {
             let angle = position as f32 / position_scale * f;

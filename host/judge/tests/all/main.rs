@@ -4,6 +4,8 @@
 
 mod common;
 
+mod fuzz_models;
+mod hostile_models;
 mod hostile_servers;
 mod http_judge;
 mod llama_server;
