@@ -88,6 +88,21 @@ fn a_confined_build_writes_only_a_fresh_directory_and_reaches_nothing() {
         .collect();
     assert_eq!(seeds.len(), 1, "{seeds:?}");
     assert!(!parent.join(&seeds[0]).join("target/planted").exists());
+    // A well-behaved revision afterwards builds as usual, from the same seed.
+    let agent = script(
+        &dir,
+        "cd \"$dir\"\ncp -R source revised\n\
+         sed -i 's/^version = \"0.1.0\"$/version = \"0.3.1\"/' revised/Cargo.toml",
+    );
+    let good = AgentConfig {
+        command: vec![agent.display().to_string()],
+        ..config.clone()
+    };
+    let answer = ask(&good, &dir.join("good"), 2, &live(), &[])
+        .unwrap()
+        .expect("the good revision is built");
+    assert!(!answer.bytes.is_empty());
+    assert_eq!(build_dirs_left(&parent), Vec::<String>::new());
 }
 
 #[test]
