@@ -44,7 +44,11 @@ pub fn ensure(
     if seed.join(FINISHED).is_file() {
         return Ok(Some(seed.join("target")));
     }
-    let partial = root.join(format!("seed-{key}.partial-{}", std::process::id()));
+    // Unique to this call: two threads (or processes) may make the same
+    // seed at once; the first to finish is kept.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let partial = root.join(format!("seed-{key}.partial-{}-{call}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
     let crate_dir = partial.join("crate");
     copy_standalone(source, &crate_dir)?;
