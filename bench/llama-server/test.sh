@@ -9,4 +9,4 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="${1:-/opt/verifine-sid}"
 "$here/setup.sh" "$root"
 python3 -c "import gguf" 2>/dev/null || pip install --quiet gguf numpy
-VERIFINE_LLAMA_ROOT="$root" cargo test -p verifine-judge --features local --test all llama_server -- --nocapture
+VERIFINE_LLAMA_ROOT="$root" cargo test -p verifine-judge --features local --test all llama_server -- --ignored --nocapture
