@@ -250,6 +250,23 @@ impl DecoderSpec {
         Ok(spec)
     }
 
+    /// The first of the counts [`limits`] bounds that is 0 or past its
+    /// bound, with its value.
+    pub(crate) fn count_out_of_bounds(&self) -> Option<(limits::Count, usize)> {
+        use limits::Count;
+        [
+            (Count::Vocab, self.vocab_size),
+            (Count::Hidden, self.hidden_size),
+            (Count::Layers, self.num_layers),
+            (Count::Heads, self.num_heads),
+            (Count::KvHeads, self.num_kv_heads),
+            (Count::Intermediate, self.intermediate_size),
+            (Count::Context, self.max_position_embeddings),
+        ]
+        .into_iter()
+        .find(|&(count, value)| value == 0 || value > count.max())
+    }
+
     /// Checks the shape fits the decoder (every count within [`limits`],
     /// heads divide the width and each other, heads of even width for
     /// rotation, finite positive rotary base and norm epsilon). Field names
@@ -259,26 +276,13 @@ impl DecoderSpec {
         let bad = |field: &str, value: usize, why: String| {
             Err(ModelError::unsupported(path, field, value, why))
         };
-        for (field, value, max) in [
-            ("vocab_size", self.vocab_size, limits::MAX_VOCAB),
-            ("hidden_size", self.hidden_size, limits::MAX_HIDDEN),
-            ("num_hidden_layers", self.num_layers, limits::MAX_LAYERS),
-            ("num_attention_heads", self.num_heads, limits::MAX_HEADS),
-            ("num_key_value_heads", self.num_kv_heads, limits::MAX_HEADS),
-            (
-                "intermediate_size",
-                self.intermediate_size,
-                limits::MAX_INTERMEDIATE,
-            ),
-            (
-                "max_position_embeddings",
-                self.max_position_embeddings,
-                limits::MAX_CONTEXT,
-            ),
-        ] {
-            if value == 0 || value > max {
-                return bad(field, value, format!("must be between 1 and {max}"));
-            }
+        if let Some((count, value)) = self.count_out_of_bounds() {
+            let max = count.max();
+            return bad(
+                count.config_field(),
+                value,
+                format!("must be between 1 and {max}"),
+            );
         }
         for (field, value) in [
             ("rope_theta", self.rope_theta),

@@ -4,7 +4,8 @@
 //! with one block of weights is refused here, not by running out of
 //! memory building a billion of something.
 
-use crate::config::{DecoderSpec, limits};
+use crate::config::DecoderSpec;
+use crate::config::limits::{self, Count};
 use crate::error::{ModelError, Result};
 use crate::weights::expected_shapes;
 use candle_core::quantized::gguf_file::Content;
@@ -51,36 +52,13 @@ pub(super) fn check(content: &Content, spec: &DecoderSpec, arch: &str, path: &Pa
     let out_of_bounds = |field: String, value: usize, why: String| {
         Err(ModelError::unsupported(path, field, value, why))
     };
-    for (field, value, max) in [
-        ("block_count", spec.num_layers, limits::MAX_LAYERS),
-        ("embedding_length", spec.hidden_size, limits::MAX_HIDDEN),
-        ("attention.head_count", spec.num_heads, limits::MAX_HEADS),
-        (
-            "attention.head_count_kv",
-            spec.num_kv_heads,
-            limits::MAX_HEADS,
-        ),
-        (
-            "feed_forward_length",
-            spec.intermediate_size,
-            limits::MAX_INTERMEDIATE,
-        ),
-        (
-            "context_length",
-            spec.max_position_embeddings,
-            limits::MAX_CONTEXT,
-        ),
-    ] {
-        if value == 0 || value > max {
-            return out_of_bounds(key(field), value, format!("must be between 1 and {max}"));
-        }
-    }
-    if spec.vocab_size == 0 || spec.vocab_size > limits::MAX_VOCAB {
-        return out_of_bounds(
-            "tokenizer.ggml.tokens".into(),
-            spec.vocab_size,
-            format!("must hold between 1 and {} tokens", limits::MAX_VOCAB),
-        );
+    if let Some((count, value)) = spec.count_out_of_bounds() {
+        let max = count.max();
+        let why = match count {
+            Count::Vocab => format!("must hold between 1 and {max} tokens"),
+            _ => format!("must be between 1 and {max}"),
+        };
+        return out_of_bounds(count.gguf_key(arch), value, why);
     }
     if !spec.hidden_size.is_multiple_of(spec.num_heads) {
         let why = format!("must divide embedding_length {}", spec.hidden_size);
