@@ -199,18 +199,7 @@ fn checkpoint_counts_are_checked_against_the_weights() {
         .map(|(name, t)| (hf_name(&name), t))
         .collect();
     candle_core::safetensors::save(&hf, checkpoint.join("model.safetensors")).unwrap();
-    let vocab: serde_json::Map<String, serde_json::Value> = vocabulary()
-        .0
-        .into_iter()
-        .enumerate()
-        .map(|(id, piece)| (piece, serde_json::json!(id)))
-        .collect();
-    let tokenizer = serde_json::json!({
-        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-        "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null,
-        "decoder": null, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}
-    });
-    std::fs::write(checkpoint.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+    crate::common::write_word_level_tokenizer(&checkpoint);
     let good = serde_json::json!({
         "model_type": "llama", "hidden_size": SPEC.width, "num_hidden_layers": SPEC.layers,
         "num_attention_heads": SPEC.heads, "num_key_value_heads": SPEC.kv_heads,

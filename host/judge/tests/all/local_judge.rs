@@ -266,18 +266,7 @@ fn a_safetensors_checkpoint_runs_like_the_same_weights_in_gguf() {
         "vocab_size": vocabulary().0.len(), "intermediate_size": 64,
     });
     std::fs::write(checkpoint.join("config.json"), config_json.to_string()).unwrap();
-    let vocab: serde_json::Map<String, serde_json::Value> = vocabulary()
-        .0
-        .into_iter()
-        .enumerate()
-        .map(|(id, piece)| (piece, serde_json::json!(id)))
-        .collect();
-    let tokenizer = serde_json::json!({
-        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-        "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null,
-        "decoder": null, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}
-    });
-    std::fs::write(checkpoint.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+    crate::common::write_word_level_tokenizer(&checkpoint);
     std::fs::write(
         checkpoint.join("tokenizer_config.json"),
         r#"{"add_bos_token": true}"#,

@@ -6,7 +6,29 @@
 
 pub mod llama;
 
+#[cfg(feature = "local")]
+use std::path::Path;
 use std::path::PathBuf;
+
+/// Writes `dir/tokenizer.json`: whitespace-separated words of the tiny
+/// judge's vocabulary (`verifine_judge::local::tiny::vocabulary`), one id
+/// each, for checkpoint directories built in the tests.
+#[cfg(feature = "local")]
+pub fn write_word_level_tokenizer(dir: &Path) {
+    let vocab: serde_json::Map<String, serde_json::Value> =
+        verifine_judge::local::tiny::vocabulary()
+            .0
+            .into_iter()
+            .enumerate()
+            .map(|(id, piece)| (piece, serde_json::json!(id)))
+            .collect();
+    let tokenizer = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null,
+        "decoder": null, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}
+    });
+    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+}
 
 /// The shared data directory (`VERIFINE_SHARED_DATA`, else `../shared/data`).
 pub fn shared_data() -> PathBuf {
