@@ -84,37 +84,8 @@ pub fn ensure(
 /// Marks a seed whose build finished.
 const FINISHED: &str = "finished";
 
-/// Copies the seed `from` into the fresh directory `to`: directories,
-/// regular files (with their modification times, which cargo's freshness
-/// checks compare) and links as links.
+/// Copies the seed `from` into the fresh directory `to`, modification
+/// times kept (see [`super::standalone::copy_tree`]).
 pub fn copy_into(from: &Path, to: &Path) -> Result<()> {
-    let reading = |e| HotswapError::io("reading", from, e);
-    for entry in std::fs::read_dir(from).map_err(reading)? {
-        let entry = entry.map_err(reading)?;
-        let (source, target) = (entry.path(), to.join(entry.file_name()));
-        let kind = entry.file_type().map_err(reading)?;
-        if kind.is_dir() {
-            std::fs::create_dir(&target).map_err(|e| HotswapError::io("creating", &target, e))?;
-            copy_into(&source, &target)?;
-        } else if kind.is_symlink() {
-            #[cfg(unix)]
-            {
-                let link = std::fs::read_link(&source).map_err(reading)?;
-                std::os::unix::fs::symlink(link, &target)
-                    .map_err(|e| HotswapError::io("creating", &target, e))?;
-            }
-        } else if kind.is_file() {
-            std::fs::copy(&source, &target).map_err(|e| HotswapError::io("copying", &source, e))?;
-            let modified = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .map_err(reading)?;
-            std::fs::File::options()
-                .write(true)
-                .open(&target)
-                .and_then(|file| file.set_modified(modified))
-                .map_err(|e| HotswapError::io("dating", &target, e))?;
-        }
-    }
-    Ok(())
+    super::standalone::copy_tree(from, to, None)
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// workspace, and the nearest `Cargo.lock` above `source` comes along so
 /// dependency versions stay those already built. `target/` is not copied.
 pub fn copy_standalone(source: &Path, dest: &Path) -> Result<()> {
-    copy_dir(source, dest)?;
+    copy_tree(source, dest, Some("target"))?;
     let (manifest, mut table) = read_manifest(dest)?;
     let source =
         std::fs::canonicalize(source).map_err(|e| HotswapError::io("reading", source, e))?;
@@ -177,7 +177,11 @@ impl Workspace {
     }
 }
 
-fn copy_dir(source: &Path, dest: &Path) -> Result<()> {
+/// Copies the tree at `source` into `dest` (made when missing):
+/// directories, and files with their modification times (cargo's
+/// freshness checks compare them); a link is copied as what it names. A
+/// directory named `skip` is left out.
+pub(super) fn copy_tree(source: &Path, dest: &Path, skip: Option<&str>) -> Result<()> {
     std::fs::create_dir_all(dest).map_err(|e| HotswapError::io("creating", dest, e))?;
     let reading = |e| HotswapError::io("reading", source, e);
     for entry in std::fs::read_dir(source).map_err(reading)? {
@@ -185,11 +189,19 @@ fn copy_dir(source: &Path, dest: &Path) -> Result<()> {
         let path = entry.path();
         let target = dest.join(entry.file_name());
         if entry.file_type().map_err(reading)?.is_dir() {
-            if entry.file_name() != "target" {
-                copy_dir(&path, &target)?;
+            if skip.is_none_or(|skip| entry.file_name() != skip) {
+                copy_tree(&path, &target, skip)?;
             }
         } else {
             std::fs::copy(&path, &target).map_err(|e| HotswapError::io("copying", &path, e))?;
+            let modified = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .map_err(reading)?;
+            std::fs::File::options()
+                .write(true)
+                .open(&target)
+                .and_then(|file| file.set_modified(modified))
+                .map_err(|e| HotswapError::io("dating", &target, e))?;
         }
     }
     Ok(())
