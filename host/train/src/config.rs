@@ -119,6 +119,15 @@ pub struct SftConfig {
     /// host whose rounds are SFT (the judge decides membership) and whose
     /// trigger needs progress readings.
     pub eval_every: usize,
+    /// `[sft.task]`: the problems whose worked solutions SFT trains on,
+    /// when they are not the run's `[task]` (an easy rung of the ladder,
+    /// say, while GRPO and the held-out problems are a harder one). Drawn
+    /// from their own stream; a held-out prompt is never among them.
+    pub task: Option<TaskConfig>,
+    /// Ends SFT at the first step boundary after this many seconds of SFT
+    /// steps (evaluations and checkpoints not counted), even before
+    /// `steps`: a control arm given the same time as another run's phase.
+    pub max_seconds: Option<f64>,
 }
 
 impl Default for SftConfig {
@@ -134,6 +143,8 @@ impl Default for SftConfig {
             noisy_target_share: 0.0,
             curriculum: None,
             eval_every: 0,
+            task: None,
+            max_seconds: None,
         }
     }
 }
@@ -168,6 +179,10 @@ pub struct GrpoPhase {
     pub optim: OptimConfig,
     /// Reward failures: abstain or zero.
     pub on_reward_failure: RewardFailure,
+    /// Ends GRPO at the first step boundary after this many seconds of
+    /// GRPO steps (evaluations and checkpoints not counted), even before
+    /// `steps`.
+    pub max_seconds: Option<f64>,
 }
 
 impl Default for GrpoPhase {
@@ -184,6 +199,7 @@ impl Default for GrpoPhase {
                 ..OptimConfig::default()
             },
             on_reward_failure: RewardFailure::Abstain,
+            max_seconds: None,
         }
     }
 }
@@ -410,6 +426,22 @@ impl TrainConfig {
                 return Err(InvalidConfig(format!(
                     "{phase}.optim.decay_floor must be in [0, 1], not {}",
                     optim.decay_floor
+                )));
+            }
+        }
+        for (table, task) in [("task", Some(&self.task)), ("sft.task", self.sft.task.as_ref())] {
+            let Some(task) = task else { continue };
+            if task.min_steps < 1 || task.min_steps > task.max_steps {
+                return Err(InvalidConfig(format!(
+                    "{table}.min_steps must be at least 1 and at most max_steps ({}), not {}",
+                    task.max_steps, task.min_steps
+                )));
+            }
+        }
+        for (phase, budget) in [("sft", self.sft.max_seconds), ("grpo", self.grpo.max_seconds)] {
+            if budget.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+                return Err(InvalidConfig(format!(
+                    "{phase}.max_seconds must be a positive number of seconds"
                 )));
             }
         }

@@ -9,6 +9,7 @@
 use crate::error::{Result, TrainError, ensure};
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
+use verifine_base::PASS_MARK;
 
 /// How rewards are scaled into advantages (`scale_rewards`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,10 +40,27 @@ pub enum LossType {
     DrGrpo,
 }
 
+/// Where a completion's advantage comes from (verl's `adv_estimator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdvEstimator {
+    /// Reward minus the group's mean, scaled per `scale_rewards` (GRPO).
+    Grpo,
+    /// Rejection-sampling fine-tuning (RFT, STaR): a completion the reward
+    /// passes (≥ 0.5) gets advantage 1, every other one leaves the batch.
+    /// With one update per rollout the surrogate's gradient is then that of
+    /// SFT on the passed samples: the control GRPO is measured against,
+    /// with the same sampler, reward plugin and step.
+    #[serde(alias = "rft")]
+    RejectionSampling,
+}
+
 /// Objective settings (TRL names).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GrpoConfig {
+    /// GRPO's group-relative advantages, or rejection sampling (RFT).
+    pub adv_estimator: AdvEstimator,
     /// Completions per prompt.
     pub num_generations: usize,
     /// Lower clip range: ratios below 1 − epsilon stop contributing.
@@ -64,6 +82,7 @@ pub struct GrpoConfig {
 impl Default for GrpoConfig {
     fn default() -> Self {
         GrpoConfig {
+            adv_estimator: AdvEstimator::Grpo,
             num_generations: 8,
             epsilon: 0.2,
             epsilon_high: 0.28,
@@ -80,7 +99,8 @@ impl Default for GrpoConfig {
 const STD_EPS: f64 = 1e-4;
 
 /// Advantages for rewards laid out group by group (`num_generations` each).
-/// A `None` reward (the judge abstained) leaves its group's statistics and
+/// With rejection sampling, 1 for a passed completion and `None` for the
+/// rest. Otherwise a `None` reward (the judge abstained) leaves its group's statistics and
 /// gets no advantage; so does every member of a dropped group.
 pub fn advantages(rewards: &[Option<f64>], config: &GrpoConfig) -> Result<Vec<Option<f64>>> {
     let g = config.num_generations;
@@ -90,6 +110,12 @@ pub fn advantages(rewards: &[Option<f64>], config: &GrpoConfig) -> Result<Vec<Op
         "{} rewards do not split into groups of {g}",
         rewards.len()
     );
+    if config.adv_estimator == AdvEstimator::RejectionSampling {
+        return Ok(rewards
+            .iter()
+            .map(|r| r.filter(|&r| r >= PASS_MARK).map(|_| 1.0))
+            .collect());
+    }
     let present: Vec<f64> = rewards.iter().flatten().copied().collect();
     let batch_std = std_dev(&present);
     let mut out = Vec::with_capacity(rewards.len());
@@ -212,6 +238,21 @@ mod tests {
         let a = dropped[2].unwrap();
         assert!((a + 0.5 / (0.5f64.sqrt() + STD_EPS)).abs() < 1e-12);
         assert!((dropped[3].unwrap() + a).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rejection_sampling_keeps_the_passed_completions_with_advantage_one() {
+        let rewards = [Some(1.0), Some(0.1), None, Some(0.5), Some(1.0), Some(1.0)];
+        let a = advantages(
+            &rewards,
+            &GrpoConfig {
+                adv_estimator: AdvEstimator::RejectionSampling,
+                ..config(3)
+            },
+        )
+        .unwrap();
+        // An all-passed group is kept: RFT imitates every passed sample.
+        assert_eq!(a, vec![Some(1.0), None, None, Some(1.0), Some(1.0), Some(1.0)]);
     }
 
     #[test]

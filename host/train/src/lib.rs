@@ -35,5 +35,5 @@ pub use config::TrainConfig;
 pub use error::TrainError;
 pub use policy::Policy;
 pub use run::{
-    HeldoutAnswer, TrainSummary, checkpointed_config, ensure_new_run_dir, resume, train,
+    HeldoutAnswer, PhaseSeconds, TrainSummary, checkpointed_config, ensure_new_run_dir, resume, train,
 };

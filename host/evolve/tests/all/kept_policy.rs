@@ -25,7 +25,7 @@ fn rounds_continue_the_kept_policy_and_a_worse_round_is_not_carried_forward() {
     config.validation_problems = 8;
     // A base that learns the answer format, and rounds whose learning rate
     // wrecks it: some round must then be rated below the kept policy.
-    config.train.task.max_steps = 1;
+    config.train.task.max_steps = 2;
     config.train.model.hidden_size = 32;
     config.train.model.intermediate_size = 64;
     config.train.sft.steps = 300;

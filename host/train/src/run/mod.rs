@@ -37,6 +37,7 @@ mod sft_step;
 pub use evaluation::{Evaluation, HeldoutAnswer};
 pub use report::TrainSummary;
 
+
 use crate::checkpoint;
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError, bail, ensure};
@@ -46,7 +47,7 @@ use crate::model::{Decoder, load_matching_weights, load_weights, save_weights, s
 use crate::optim::AdamW;
 use crate::sequences::{Sequence, SequenceBatch, batch};
 use crate::sft_data::SftPool;
-use crate::task::{Problem, problems};
+use crate::task::{Problem, problems, sft_problems};
 use crate::tokenizer::ChatTokenizer;
 use candle_core::Device;
 use candle_nn::VarMap;
@@ -65,6 +66,17 @@ struct GrpoTotals {
     plugin_seconds: f64,
     rollouts: usize,
     turns: usize,
+}
+
+/// Seconds spent in each phase's steps (evaluations and checkpoints not
+/// counted): what a phase's `max_seconds` is measured against and what the
+/// summary reports, so arms can be compared at equal training time.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct PhaseSeconds {
+    /// SFT steps.
+    pub sft: f64,
+    /// GRPO steps.
+    pub grpo: f64,
 }
 
 /// What a run carries from step to step and a checkpoint restores as it
@@ -88,6 +100,9 @@ struct TrainingState {
     /// The final evaluation (at the last GRPO step) is in `metrics.jsonl`.
     #[serde(default)]
     final_logged: bool,
+    /// Time in each phase's steps so far.
+    #[serde(default)]
+    phase_seconds: PhaseSeconds,
 }
 
 /// The state a checkpoint carries besides weights and optimizer moments:
@@ -201,24 +216,28 @@ struct Run {
 
 impl Run {
     fn execute(&mut self) -> Result<TrainSummary> {
-        let total = self.config.total_steps();
         (self.host.progress)(Progress::Started {
-            total,
+            total: self.config.total_steps(),
             done: self.state.step,
         });
         loop {
             if self.state.step == self.config.sft.steps && self.state.accuracy_sft.is_none() {
                 self.finish_sft()?;
             }
-            if self.state.step >= total {
+            if self.state.step >= self.config.total_steps() {
                 break;
             }
+            let step_started = Instant::now();
             if self.state.step < self.config.sft.steps {
                 self.sft_step()?;
+                self.state.phase_seconds.sft += step_started.elapsed().as_secs_f64();
             } else {
                 self.grpo_step()?;
+                self.state.phase_seconds.grpo += step_started.elapsed().as_secs_f64();
             }
             self.state.step += 1;
+            self.end_phase_when_out_of_time();
+            let total = self.config.total_steps();
             let grpo_done = self.state.step.saturating_sub(self.config.sft.steps);
             let monitor = self.evaluate_at_boundary()?;
             let outcome = self
@@ -254,6 +273,25 @@ impl Run {
         }
         (self.host.progress)(Progress::Finished);
         self.finish()
+    }
+
+    /// Shortens the current phase to the steps taken once its
+    /// `max_seconds` are spent. The shortened config is what checkpoints
+    /// save, so a resumed run ends its phases where this one did.
+    fn end_phase_when_out_of_time(&mut self) {
+        let step = self.state.step;
+        let spent = self.state.phase_seconds;
+        let sft = &mut self.config.sft;
+        if step < sft.steps && sft.max_seconds.is_some_and(|budget| spent.sft >= budget) {
+            tracing::info!(step, seconds = spent.sft, "SFT's time budget is spent");
+            sft.steps = step;
+        } else if step > sft.steps
+            && step < sft.steps + self.config.grpo.steps
+            && (self.config.grpo.max_seconds).is_some_and(|budget| spent.grpo >= budget)
+        {
+            tracing::info!(step, seconds = spent.grpo, "GRPO's time budget is spent");
+            self.config.grpo.steps = step - sft.steps;
+        }
     }
 
     /// Evaluates the SFT model, freezes the KL reference and switches to

@@ -44,6 +44,10 @@ pub struct TrainSummary {
     pub steps: usize,
     /// Wall-clock seconds of the whole run (all sessions of a resumed run).
     pub wall_seconds: f64,
+    /// Seconds in each phase's steps (no evaluations, no checkpoints): the
+    /// time an equal-time control arm is given.
+    #[serde(default)]
+    pub phase_seconds: super::PhaseSeconds,
     /// Completion tokens generated per second of GRPO time.
     pub tokens_per_second: f64,
     /// Share of GRPO time spent in reward plugins.
@@ -101,6 +105,7 @@ impl Run {
             mean_turns: svr.then(|| totals.turns as f64 / totals.rollouts.max(1) as f64),
             steps: self.config.total_steps(),
             wall_seconds: self.wall_seconds(),
+            phase_seconds: self.state.phase_seconds,
             tokens_per_second: totals.tokens as f64 / totals.seconds.max(1e-9),
             plugin_time_share: totals.plugin_seconds / totals.seconds.max(1e-9),
             sft_samples_kept: self.pool.kept(),
@@ -164,7 +169,7 @@ fn report(summary: &TrainSummary, config: &TrainConfig) -> String {
     text += &format!(
         "| steps (SFT + GRPO) | {} + {} |\n\
          | SFT samples kept | {} of {} |\n\
-         | wall time | {:.1} s |\n\
+         | wall time (SFT steps, GRPO steps) | {:.1} s ({:.1} s, {:.1} s) |\n\
          | rollout tokens/s | {:.0} |\n\
          | reward plugin share of GRPO time | {:.2}% |\n\
          | plugins | {} |\n\n\
@@ -174,6 +179,8 @@ fn report(summary: &TrainSummary, config: &TrainConfig) -> String {
         summary.sft_samples_kept,
         summary.sft_samples,
         summary.wall_seconds,
+        summary.phase_seconds.sft,
+        summary.phase_seconds.grpo,
         summary.tokens_per_second,
         summary.plugin_time_share * 100.0,
         plugins.join(", "),

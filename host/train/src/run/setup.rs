@@ -50,7 +50,10 @@ impl Run {
     /// A tokenizer trained on the training problems (and the
     /// self-verification turns when they are on).
     fn train_tokenizer(config: &TrainConfig) -> Result<ChatTokenizer> {
-        let (train_set, _) = problems(config.seed, config.train_problems, 0, &config.task)?;
+        let (mut train_set, _) = problems(config.seed, config.train_problems, 0, &config.task)?;
+        if let Some(task) = &config.sft.task {
+            train_set.extend(sft_problems(config.seed, config.train_problems, task, &[])?);
+        }
         let mut corpus: Vec<&str> = train_set
             .iter()
             .flat_map(|p| [p.prompt.as_str(), p.solution.as_str()])
@@ -178,8 +181,12 @@ impl Run {
                 (pool, targets.problems, Some(fingerprint))
             }
             None => {
+                let sft_set = match &config.sft.task {
+                    Some(task) => sft_problems(config.seed, config.train_problems, task, &heldout)?,
+                    None => train_set.clone(),
+                };
                 let pool = SftPool::build(
-                    &train_set,
+                    &sft_set,
                     config.sft.noisy_target_share,
                     host.curriculum
                         .as_mut()
@@ -188,7 +195,7 @@ impl Run {
                     &config.reward,
                     config.seed,
                 )?;
-                (pool, train_set.clone(), None)
+                (pool, sft_set, None)
             }
         };
         write_jsonl(&run_dir.join("sft_selection.jsonl"), &pool.items)?;

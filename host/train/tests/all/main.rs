@@ -4,6 +4,7 @@
 
 mod common;
 
+mod arms;
 mod pretrained;
 mod rounds;
 mod rust_reward;
