@@ -2,6 +2,8 @@
 //!
 //! Prompts of a batch are left-padded to a common length, so every row's
 //! next token sits at the same position; the key mask hides the padding.
+//! Repeated prompts (a GRPO group's) are read once, and finished rows leave
+//! the batch.
 //! Sampling runs on a [`Decoder::for_sampling`] copy: no graph is recorded
 //! and LoRA adapters are folded in.
 
@@ -61,21 +63,45 @@ pub fn generate(
     let batch = prompts.len();
     let width = prompts.iter().map(Vec::len).max().unwrap_or(0);
     ensure!(width > 0, "empty prompt");
-    let mut key_mask: Vec<Vec<u32>> = prompts
-        .iter()
-        .map(|p| {
-            std::iter::repeat_n(0, width - p.len())
-                .chain(std::iter::repeat_n(1, p.len()))
-                .collect()
-        })
-        .collect();
-    let padded: Vec<u32> = prompts
+    let mask_row = |p: &Vec<u32>| -> Vec<u32> {
+        std::iter::repeat_n(0, width - p.len())
+            .chain(std::iter::repeat_n(1, p.len()))
+            .collect()
+    };
+
+    // A group's samples share one prompt: each distinct prompt is read
+    // once and its keys and values copied to the rows that continue it.
+    let mut distinct: Vec<&Vec<u32>> = Vec::new();
+    let mut source = Vec::with_capacity(batch);
+    for prompt in prompts {
+        let index = match distinct.iter().position(|d| *d == prompt) {
+            Some(index) => index,
+            None => {
+                distinct.push(prompt);
+                distinct.len() - 1
+            }
+        };
+        source.push(index as u32);
+    }
+    let padded: Vec<u32> = distinct
         .iter()
         .flat_map(|p| std::iter::repeat_n(pad, width - p.len()).chain(p.iter().copied()))
         .collect();
-
+    let distinct_mask: Vec<Vec<u32>> = distinct.iter().map(|p| mask_row(p)).collect();
     let mut cache = KvCache::with_capacity(width + max_new_tokens);
-    let mut input = Tensor::from_vec(padded, (batch, width), device)?;
+    let input = Tensor::from_vec(padded, (distinct.len(), width), device)?;
+    let mut last = model.next_token_logits(
+        &input,
+        Some(&mask_tensor(&distinct_mask, device)?),
+        &mut cache,
+    )?;
+    if distinct.len() < batch {
+        let rows = Tensor::from_vec(source, batch, device)?;
+        cache.select_rows(&rows)?;
+        last = last.index_select(&rows, 0)?;
+    }
+
+    let mut key_mask: Vec<Vec<u32>> = prompts.iter().map(mask_row).collect();
     let mut completions: Vec<Completion> = vec![
         Completion {
             ids: Vec::new(),
@@ -83,32 +109,47 @@ pub fn generate(
         };
         batch
     ];
-    let mut finished = vec![false; batch];
-    for _ in 0..max_new_tokens {
-        let mask = mask_tensor(&key_mask, device)?;
-        let last = model.next_token_logits(&input, Some(&mask), &mut cache)?;
+    // `live[i]`: the completion the cache's row `i` continues. Rows that
+    // finish leave the batch once they are a quarter of it, so the rest
+    // stop paying for them.
+    let mut live: Vec<usize> = (0..batch).collect();
+    for generated in 1..=max_new_tokens {
         let next = pick(&last, sampling, rng)?;
-        for (row, token) in next.iter().enumerate() {
-            // Finished rows keep feeding padding, hidden by the mask.
-            let live = !finished[row];
-            key_mask[row].push(u32::from(live));
-            if live {
-                completions[row].ids.push(*token);
-                if stops.contains(token) {
-                    finished[row] = true;
-                    completions[row].truncated = false;
-                }
+        let mut finished = vec![false; live.len()];
+        for (i, token) in next.iter().enumerate() {
+            let completion = &mut completions[live[i]];
+            if !completion.truncated {
+                // Finished earlier and still in the batch: fed padding, masked.
+                finished[i] = true;
+                continue;
+            }
+            completion.ids.push(*token);
+            if stops.contains(token) {
+                completion.truncated = false;
+                finished[i] = true;
             }
         }
-        if finished.iter().all(|f| *f) {
+        let done = finished.iter().filter(|f| **f).count();
+        if done == live.len() || generated == max_new_tokens {
             break;
         }
-        let fed: Vec<u32> = next
+        if done * 4 >= live.len() {
+            let keep: Vec<u32> = (0..live.len() as u32).filter(|&i| !finished[i as usize]).collect();
+            cache.select_rows(&Tensor::from_vec(keep.clone(), keep.len(), device)?)?;
+            live = keep.iter().map(|&i| live[i as usize]).collect();
+            key_mask = keep.iter().map(|&i| key_mask[i as usize].clone()).collect();
+            finished = vec![false; live.len()];
+        }
+        let fed: Vec<u32> = live
             .iter()
             .zip(&finished)
-            .map(|(t, done)| if *done { pad } else { *t })
+            .map(|(&row, done)| if *done { pad } else { *completions[row].ids.last().unwrap_or(&pad) })
             .collect();
-        input = Tensor::from_vec(fed, (batch, 1), device)?;
+        for (mask, done) in key_mask.iter_mut().zip(&finished) {
+            mask.push(u32::from(!*done));
+        }
+        let input = Tensor::from_vec(fed, (live.len(), 1), device)?;
+        last = model.next_token_logits(&input, Some(&mask_tensor(&key_mask, device)?), &mut cache)?;
     }
     Ok(completions)
 }
@@ -182,6 +223,35 @@ mod tests {
                 &model,
                 std::slice::from_ref(prompt),
                 options(6, Sampling::Greedy),
+                &mut rng,
+                &Device::Cpu,
+            )
+            .unwrap();
+            assert_eq!(&alone[0], together);
+        }
+    }
+
+    #[test]
+    fn repeated_prompts_and_rows_leaving_the_batch_change_no_answer() {
+        let model = model();
+        // Half the vocabulary stops: rows finish at different steps and
+        // leave the batch; three rows continue one prompt read once.
+        let stops: Vec<u32> = (0..model.config().vocab_size as u32).step_by(2).collect();
+        let options = GenerateOptions {
+            stops: &stops,
+            ..options(12, Sampling::Greedy)
+        };
+        let a = vec![1, 2, 3, 4, 5];
+        let prompts = vec![a.clone(), vec![6, 7], a.clone(), vec![9, 3, 1], a, vec![8]];
+        let mut rng = SplitMix64::new(0);
+        let batched = generate(&model, &prompts, options, &mut rng, &Device::Cpu).unwrap();
+        let lengths: std::collections::BTreeSet<usize> = batched.iter().map(|c| c.ids.len()).collect();
+        assert!(lengths.len() > 1, "rows should finish at different steps: {batched:?}");
+        for (prompt, together) in prompts.iter().zip(&batched) {
+            let alone = generate(
+                &model,
+                std::slice::from_ref(prompt),
+                options,
                 &mut rng,
                 &Device::Cpu,
             )

@@ -46,6 +46,17 @@ impl KvCache {
     pub(super) fn capacity(&self) -> Option<usize> {
         self.capacity
     }
+
+    /// Keeps the batch rows `rows` names, in its order, repeats allowed: a
+    /// prompt read once and continued by several samples, or finished rows
+    /// dropped from a generation.
+    pub fn select_rows(&mut self, rows: &Tensor) -> Result<()> {
+        for layer in self.layers.iter_mut().flatten() {
+            layer.keys = layer.keys.index_select(rows, 0)?;
+            layer.values = layer.values.index_select(rows, 0)?;
+        }
+        Ok(())
+    }
 }
 
 /// One layer's keys and values, `[batch, kv_heads, positions, dim]`; the

@@ -208,6 +208,7 @@ impl Run {
             phase: Phase::Eval,
             step: self.state.step,
             reward_costs,
+            train_seconds: Some(self.state.phase_seconds.sft + self.state.phase_seconds.grpo),
             heldout_accuracy: Some(eval.pr),
             heldout_accuracy_fv: eval.fv,
             heldout_pass_at_k: eval.pass_at_k,

@@ -73,6 +73,10 @@ pub struct MetricsLine<'a> {
     /// Completion tokens per second of this step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_per_second: Option<f64>,
+    /// Seconds of training steps so far, SFT and GRPO (evaluations and
+    /// checkpoints not counted): the x axis of accuracy against time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train_seconds: Option<f64>,
     /// Held-out accuracy, pure run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heldout_accuracy: Option<f64>,
