@@ -429,7 +429,10 @@ impl TrainConfig {
                 )));
             }
         }
-        for (table, task) in [("task", Some(&self.task)), ("sft.task", self.sft.task.as_ref())] {
+        for (table, task) in [
+            ("task", Some(&self.task)),
+            ("sft.task", self.sft.task.as_ref()),
+        ] {
             let Some(task) = task else { continue };
             if task.min_steps < 1 || task.min_steps > task.max_steps {
                 return Err(InvalidConfig(format!(
@@ -438,7 +441,10 @@ impl TrainConfig {
                 )));
             }
         }
-        for (phase, budget) in [("sft", self.sft.max_seconds), ("grpo", self.grpo.max_seconds)] {
+        for (phase, budget) in [
+            ("sft", self.sft.max_seconds),
+            ("grpo", self.grpo.max_seconds),
+        ] {
             if budget.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
                 return Err(InvalidConfig(format!(
                     "{phase}.max_seconds must be a positive number of seconds"

@@ -38,6 +38,9 @@ pub enum TrainError {
         /// What is wrong with it.
         message: String,
     },
+    /// A GSM-Symbolic template could not be read or drawn from.
+    #[error(transparent)]
+    Symbolic(#[from] crate::symbolic::SymbolicError),
     /// The host's hook failed (reward, step boundary, curriculum).
     #[error("{context}: {error}")]
     Hook {

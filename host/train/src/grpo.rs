@@ -252,7 +252,10 @@ mod tests {
         )
         .unwrap();
         // An all-passed group is kept: RFT imitates every passed sample.
-        assert_eq!(a, vec![Some(1.0), None, None, Some(1.0), Some(1.0), Some(1.0)]);
+        assert_eq!(
+            a,
+            vec![Some(1.0), None, None, Some(1.0), Some(1.0), Some(1.0)]
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod run;
 pub mod sequences;
 pub mod sft_data;
 pub mod sft_targets;
+pub mod symbolic;
 pub mod task;
 pub mod test_support;
 pub mod tokenizer;
@@ -35,5 +36,6 @@ pub use config::TrainConfig;
 pub use error::TrainError;
 pub use policy::Policy;
 pub use run::{
-    HeldoutAnswer, PhaseSeconds, TrainSummary, checkpointed_config, ensure_new_run_dir, resume, train,
+    HeldoutAnswer, PhaseSeconds, TrainSummary, checkpointed_config, ensure_new_run_dir, resume,
+    train,
 };

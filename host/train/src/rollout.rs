@@ -134,7 +134,9 @@ pub fn generate(
             break;
         }
         if done * 4 >= live.len() {
-            let keep: Vec<u32> = (0..live.len() as u32).filter(|&i| !finished[i as usize]).collect();
+            let keep: Vec<u32> = (0..live.len() as u32)
+                .filter(|&i| !finished[i as usize])
+                .collect();
             cache.select_rows(&Tensor::from_vec(keep.clone(), keep.len(), device)?)?;
             live = keep.iter().map(|&i| live[i as usize]).collect();
             key_mask = keep.iter().map(|&i| key_mask[i as usize].clone()).collect();
@@ -143,13 +145,20 @@ pub fn generate(
         let fed: Vec<u32> = live
             .iter()
             .zip(&finished)
-            .map(|(&row, done)| if *done { pad } else { *completions[row].ids.last().unwrap_or(&pad) })
+            .map(|(&row, done)| {
+                if *done {
+                    pad
+                } else {
+                    *completions[row].ids.last().unwrap_or(&pad)
+                }
+            })
             .collect();
         for (mask, done) in key_mask.iter_mut().zip(&finished) {
             mask.push(u32::from(!*done));
         }
         let input = Tensor::from_vec(fed, (live.len(), 1), device)?;
-        last = model.next_token_logits(&input, Some(&mask_tensor(&key_mask, device)?), &mut cache)?;
+        last =
+            model.next_token_logits(&input, Some(&mask_tensor(&key_mask, device)?), &mut cache)?;
     }
     Ok(completions)
 }
@@ -245,8 +254,12 @@ mod tests {
         let prompts = vec![a.clone(), vec![6, 7], a.clone(), vec![9, 3, 1], a, vec![8]];
         let mut rng = SplitMix64::new(0);
         let batched = generate(&model, &prompts, options, &mut rng, &Device::Cpu).unwrap();
-        let lengths: std::collections::BTreeSet<usize> = batched.iter().map(|c| c.ids.len()).collect();
-        assert!(lengths.len() > 1, "rows should finish at different steps: {batched:?}");
+        let lengths: std::collections::BTreeSet<usize> =
+            batched.iter().map(|c| c.ids.len()).collect();
+        assert!(
+            lengths.len() > 1,
+            "rows should finish at different steps: {batched:?}"
+        );
         for (prompt, together) in prompts.iter().zip(&batched) {
             let alone = generate(
                 &model,

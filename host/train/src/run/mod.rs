@@ -37,7 +37,6 @@ mod sft_step;
 pub use evaluation::{Evaluation, HeldoutAnswer};
 pub use report::TrainSummary;
 
-
 use crate::checkpoint;
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError, bail, ensure};

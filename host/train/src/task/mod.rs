@@ -34,6 +34,9 @@ pub struct TaskConfig {
     pub distractors: usize,
     /// Read problems from dataset files instead of generating them.
     pub dataset: Option<crate::dataset::DatasetConfig>,
+    /// Draw problems from GSM-Symbolic templates instead of generating
+    /// them: answers only, held-out templates never trained on.
+    pub symbolic: Option<crate::symbolic::SymbolicConfig>,
     /// Appended to every question after a blank line (how to mark the
     /// final answer, say); empty for none.
     pub instruction: String,
@@ -48,6 +51,7 @@ impl Default for TaskConfig {
             phrasing: Phrasing::Mixed,
             distractors: 0,
             dataset: None,
+            symbolic: None,
             instruction: String::new(),
         }
     }
@@ -88,17 +92,24 @@ pub fn generate(seed: u64, n: usize, config: &TaskConfig) -> Vec<Problem> {
     (0..n).map(|_| problem(&mut rng, config)).collect()
 }
 
-/// Training and held-out problems: from the dataset files when the task
-/// names them, else generated ([`splits`]).
+/// Training and held-out problems: from the dataset files or the
+/// GSM-Symbolic templates when the task names them, else generated
+/// ([`splits`]).
 pub fn problems(
     seed: u64,
     train: usize,
     heldout: usize,
     config: &TaskConfig,
 ) -> crate::error::Result<(Vec<Problem>, Vec<Problem>)> {
-    let (mut train_set, mut heldout_set) = match &config.dataset {
-        Some(dataset) => crate::dataset::splits(dataset, seed, train, heldout)?,
-        None => splits(seed, train, heldout, config),
+    let (mut train_set, mut heldout_set) = match (&config.dataset, &config.symbolic) {
+        (Some(_), Some(_)) => {
+            return Err(crate::error::TrainError::Invalid(
+                "[task] names both a dataset and GSM-Symbolic templates; keep one".into(),
+            ));
+        }
+        (Some(dataset), None) => crate::dataset::splits(dataset, seed, train, heldout)?,
+        (None, Some(symbolic)) => crate::symbolic::splits(symbolic, seed, train, heldout)?,
+        (None, None) => splits(seed, train, heldout, config),
     };
     if !config.instruction.is_empty() {
         for problem in train_set.iter_mut().chain(heldout_set.iter_mut()) {
@@ -174,7 +185,10 @@ mod tests {
             problems[0].prompt,
             "Start with 8, then multiply by 3, then subtract 5. What is the result?"
         );
-        assert_eq!(format!("{:016x}", fingerprint(&problems)), "377d9e5c17cd2f36");
+        assert_eq!(
+            format!("{:016x}", fingerprint(&problems)),
+            "377d9e5c17cd2f36"
+        );
     }
 
     #[test]
@@ -187,15 +201,24 @@ mod tests {
                 ..TaskConfig::default()
             };
             let problems = generate(11, 300, &config);
-            let counts: HashSet<usize> = problems.iter().map(|p| steps(&p.solution).len()).collect();
-            assert_eq!(counts, (min_steps..=max_steps).collect(), "{min_steps}..={max_steps}");
+            let counts: HashSet<usize> =
+                problems.iter().map(|p| steps(&p.solution).len()).collect();
+            assert_eq!(
+                counts,
+                (min_steps..=max_steps).collect(),
+                "{min_steps}..={max_steps}"
+            );
             assert!(problems.iter().all(|p| p.prompt.ends_with("have now?")));
         }
         let instructions = TaskConfig {
             phrasing: Phrasing::Instructions,
             ..TaskConfig::default()
         };
-        assert!(generate(2, 100, &instructions).iter().all(|p| p.prompt.starts_with("Start with")));
+        assert!(
+            generate(2, 100, &instructions)
+                .iter()
+                .all(|p| p.prompt.starts_with("Start with"))
+        );
     }
 
     #[test]
@@ -207,14 +230,24 @@ mod tests {
         };
         for p in generate(5, 200, &distracted) {
             let others = ["Gus", "Hana", "Ivo", "Jun"];
-            let mentions: usize = others.iter().map(|n| p.prompt.matches(&format!("{n} has ")).count()).sum();
+            let mentions: usize = others
+                .iter()
+                .map(|n| p.prompt.matches(&format!("{n} has ")).count())
+                .sum();
             assert_eq!(mentions, 2, "{}", p.prompt);
-            assert!(p.prompt.ends_with('?'), "the question stays last: {}", p.prompt);
+            assert!(
+                p.prompt.ends_with('?'),
+                "the question stays last: {}",
+                p.prompt
+            );
             // The solution is the plain problem's: distractors are not used.
             assert_eq!(steps(&p.solution).last().map(|s| s.result), Some(p.answer));
         }
         // The same draws up to the distractors: the first problem's chain is the plain one's.
-        assert_eq!(generate(5, 1, &plain)[0].solution, generate(5, 1, &distracted)[0].solution);
+        assert_eq!(
+            generate(5, 1, &plain)[0].solution,
+            generate(5, 1, &distracted)[0].solution
+        );
     }
 
     #[test]

@@ -79,12 +79,20 @@ fn a_grpo_phase_with_a_time_budget_ends_at_the_first_boundary_after_it() {
     let summary = train(&config, "", &dir, host(0.5, Duration::from_millis(40))).unwrap();
     let (sft, grpo) = phases(&dir);
     assert_eq!(sft, config.sft.steps);
-    assert!(grpo >= 2 && grpo < 10_000, "{grpo} GRPO steps");
+    assert!((2..10_000).contains(&grpo), "{grpo} GRPO steps");
     assert_eq!(summary.steps, config.sft.steps + grpo);
-    assert!(summary.phase_seconds.grpo >= 0.3, "{:?}", summary.phase_seconds);
+    assert!(
+        summary.phase_seconds.grpo >= 0.3,
+        "{:?}",
+        summary.phase_seconds
+    );
     // Spent at the step that ended it, not a step later.
     let per_step = summary.phase_seconds.grpo / grpo as f64;
-    assert!(summary.phase_seconds.grpo - per_step < 0.3, "{:?}", summary.phase_seconds);
+    assert!(
+        summary.phase_seconds.grpo - per_step < 0.3,
+        "{:?}",
+        summary.phase_seconds
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -102,7 +110,7 @@ fn an_sft_phase_with_a_time_budget_ends_and_grpo_still_runs() {
     };
     let summary = train(&config, "", &dir, host(0.5, Duration::ZERO)).unwrap();
     let (sft, grpo) = phases(&dir);
-    assert!(sft >= 1 && sft < 1_000_000, "{sft} SFT steps");
+    assert!((1..1_000_000).contains(&sft), "{sft} SFT steps");
     assert_eq!(grpo, config.grpo.steps);
     assert!(summary.phase_seconds.sft >= 0.2);
     assert!(summary.phase_seconds.grpo > 0.0);
@@ -142,8 +150,17 @@ fn sft_trains_on_its_own_rung_while_the_held_out_problems_are_the_task_s() {
     let heldout: Vec<serde_json::Value> = read_jsonl(&dir.join("heldout_answers.jsonl")).unwrap();
     for answer in &heldout {
         let reference = answer["reference"].as_str().unwrap();
-        assert_eq!(steps(reference).len(), 3, "a hard-rung held-out problem: {reference}");
-        assert!(answer["prompt"].as_str().unwrap().ends_with("End with #### N"));
+        assert_eq!(
+            steps(reference).len(),
+            3,
+            "a hard-rung held-out problem: {reference}"
+        );
+        assert!(
+            answer["prompt"]
+                .as_str()
+                .unwrap()
+                .ends_with("End with #### N")
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
