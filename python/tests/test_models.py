@@ -136,12 +136,18 @@ def test_chat_template_renders_as_apply_chat_template(source, request, reference
             {"role": "user", "content": "Are you sure? Answer YES or NO."},
         ],
     ]
+    assert_renders_like(tokenizer, request.getfixturevalue(source), conversations, tmp_path)
+
+
+def assert_renders_like(tokenizer, model, conversations, tmp_path):
+    """`verifine model render` of each conversation, with and without the
+    generation prompt, is what transformers' apply_chat_template writes."""
     for turns in conversations:
         messages = tmp_path / "messages.json"
         messages.write_text(json.dumps(turns))
         for generation in (True, False):
             flag = [] if generation else ["--no-generation-prompt"]
-            ours = run("model", "render", "--from", request.getfixturevalue(source), "--messages", messages, *flag)
+            ours = run("model", "render", "--from", model, "--messages", messages, *flag)
             expected = tokenizer.apply_chat_template(turns, add_generation_prompt=generation, tokenize=False)
             assert ours == expected, turns
 
