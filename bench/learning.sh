@@ -2,7 +2,7 @@
 # The default run at seeds 0, 1 and 2, and the control that spends the same
 # training seconds on SFT alone; prints one line per run.
 #   bench/learning.sh [OUT_DIR]
-# About 3 minutes per run on a 2-core CPU (release build); CI does not run it.
+# About a minute per run on a 2-core CPU (release build); CI does not run it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$here/.."
