@@ -2,13 +2,15 @@
 over the same held-out problems, written to RUN/rl-summary.json, printed
 as a table, and drawn as accuracy against training time (RUN/rl-accuracy.svg).
 
-    python3 bench/rl/rl_report.py RUN_DIR --seed N [--arms start,grpo,sft,rft]
+    python3 bench/rl/rl_report.py RUN_DIR --seed N [--arms start,grpo,sft,rft,svr]
 
 Arms and where their answers are:
   start  RUN/grpo/heldout_answers_sft.jsonl  (after SFT on the easy rung)
   grpo   RUN/grpo/heldout_answers.jsonl      (then GRPO on the hard rung)
   sft    RUN/sft/heldout_answers.jsonl       (control a: SFT continued)
   rft    RUN/rft/heldout_answers.jsonl       (control b: rejection sampling)
+  svr    RUN/svr/heldout_answers.jsonl       (GRPO with self-verification:
+         its pure-run (PR) answers; FV and mean turns from its summary)
 An arm's wall_seconds is its training steps' time from the base model
 (SFT and GRPO steps, no evaluation): the controls were given the GRPO
 arm's. Intervals: Wilson for one accuracy; for a paired difference the
@@ -66,7 +68,7 @@ def svg(curves: dict, path: pathlib.Path) -> None:
     width, height, pad = 640, 400, 50
     xs = [x for pts in curves.values() for x, _ in pts] or [1.0]
     x_max = max(xs) * 1.05 or 1.0
-    colours = {"grpo": "#d62728", "sft": "#1f77b4", "rft": "#2ca02c", "start": "#555555"}
+    colours = {"grpo": "#d62728", "sft": "#1f77b4", "rft": "#2ca02c", "svr": "#9467bd", "start": "#555555"}
     sx = lambda x: pad + x / x_max * (width - 2 * pad)
     sy = lambda y: height - pad - y * (height - 2 * pad)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
@@ -107,9 +109,10 @@ def main() -> None:
         "start": (start_path, seconds["sft"]),
         "grpo": (run / "grpo" / "heldout_answers.jsonl", seconds["sft"] + seconds["grpo"]),
     }
-    for control in ("sft", "rft"):
+    summaries = {}
+    for control in ("sft", "rft", "svr"):
         if control in arms:
-            summary = json.loads((run / control / "summary.json").read_text())
+            summary = summaries[control] = json.loads((run / control / "summary.json").read_text())
             spent = summary["phase_seconds"]["sft"] + summary["phase_seconds"]["grpo"]
             sources[control] = (run / control / "heldout_answers.jsonl", spent)
     correct, table = {}, {}
@@ -118,15 +121,23 @@ def main() -> None:
         correct[name] = solved(read_jsonl(path), path, ids)
         k, n = sum(correct[name]), len(correct[name])
         table[name] = {"accuracy": round(k / n, 4), "ci": wilson(k, n), "wall_seconds": round(wall, 1), "problems": n}
+    if "svr" in summaries:
+        svr = summaries["svr"]
+        table["svr"].update({
+            "fv": svr.get("heldout_accuracy_fv_final"),
+            "pr_after_sft": svr["heldout_accuracy_sft"],
+            "fv_after_sft": svr.get("heldout_accuracy_fv_sft"),
+            "mean_turns": svr.get("mean_turns"),
+        })
     summary = {"seed": args.seed, "arms": table}
-    for a, b in (("grpo", "start"), ("grpo", "sft"), ("grpo", "rft")):
+    for a, b in (("grpo", "start"), ("grpo", "sft"), ("grpo", "rft"), ("svr", "grpo")):
         if a in correct and b in correct:
             summary[f"{a}_minus_{b}"] = paired(correct[a], correct[b])
     (run / "rl-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     curves = {}
     if "start" in arms or "grpo" in arms:
         curves["grpo"] = curve(run / "grpo")
-    for control in ("sft", "rft"):
+    for control in ("sft", "rft", "svr"):
         if control in arms:
             curves[control] = curve(run / control)
     svg(curves, run / "rl-accuracy.svg")
@@ -135,8 +146,13 @@ def main() -> None:
     for name, row in table.items():
         print(f"| {name} | {row['accuracy']:.3f} | [{row['ci'][0]:.3f}, {row['ci'][1]:.3f}] | {row['wall_seconds']:.0f} |")
     for key, value in summary.items():
-        if key.endswith(tuple(f"_minus_{b}" for b in ("start", "sft", "rft"))):
+        if "_minus_" in key:
             print(f"{key}: {value['mean']:+.3f} [{value['ci'][0]:+.3f}, {value['ci'][1]:+.3f}]")
+    if "svr" in table:
+        row = table["svr"]
+        fmt = lambda x: "—" if x is None else f"{x:.3f}"
+        print(f"svr: PR {fmt(row['pr_after_sft'])} -> {row['accuracy']:.3f}, "
+              f"FV {fmt(row['fv_after_sft'])} -> {fmt(row['fv'])}, mean answer turns {fmt(row['mean_turns'])}")
 
 
 if __name__ == "__main__":

@@ -6,14 +6,17 @@
 # (three-step problems) with the reference answers only. Held-out: hard-rung
 # problems never trained on, greedy.
 #
-#   bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft] RUN_DIR
+#   bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr] RUN_DIR
 #
 # Arms: start (after SFT) and grpo come from one run (RUN_DIR/grpo); the
 # controls start from the same SFT (the same seed replays it step for step)
 # and get the GRPO phase's training seconds: sft = SFT continued on the easy
 # rung's worked solutions (RUN_DIR/sft), rft = rejection-sampling
 # fine-tuning on the hard rung: sample, keep what the same reward plugin
-# passes, SFT on it (RUN_DIR/rft). Writes RUN_DIR/rl-summary.json and
+# passes, SFT on it (RUN_DIR/rft). svr = the GRPO arm's recipe with
+# self-verification rollouts (SVR-R1, RUN_DIR/svr): the same SFT and GRPO
+# steps, half the SFT samples teaching YES/NO verification; reported as
+# pure-run (PR) and final-verification (FV) accuracy. Writes RUN_DIR/rl-summary.json and
 # RUN_DIR/rl-accuracy.svg and prints the table (bench/rl/rl_report.py).
 # An arm whose run directory already has a summary.json is not run again;
 # one that stopped half-way is resumed from its newest checkpoint.
@@ -26,13 +29,13 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --seed) seed="$2"; shift 2 ;;
     --arms) arms="$2"; shift 2 ;;
-    -*) echo "usage: bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft] RUN_DIR" >&2; exit 2 ;;
+    -*) echo "usage: bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr] RUN_DIR" >&2; exit 2 ;;
     *) run="$1"; shift ;;
     esac
 done
-[ -n "$run" ] || { echo "usage: bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft] RUN_DIR" >&2; exit 2; }
+[ -n "$run" ] || { echo "usage: bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr] RUN_DIR" >&2; exit 2; }
 for arm in ${arms//,/ }; do
-    case "$arm" in start | grpo | sft | rft) ;; *) echo "rl.sh: unknown arm $arm (start, grpo, sft, rft)" >&2; exit 2 ;; esac
+    case "$arm" in start | grpo | sft | rft | svr) ;; *) echo "rl.sh: unknown arm $arm (start, grpo, sft, rft, svr)" >&2; exit 2 ;; esac
 done
 recipe="${RECIPE:-examples/smollm2/rl.toml}"
 if grep -q 'models/smollm2/' "$recipe"; then models/fetch.sh smollm2 >/dev/null; fi
@@ -65,5 +68,10 @@ if [[ ",$arms," == *,rft,* ]]; then
     config rft 'grpo.objective.adv_estimator="rejection-sampling"' grpo.steps=1000000 \
         "grpo.max_seconds=$(seconds grpo)"
     train rft
+fi
+if [[ ",$arms," == *,svr,* ]]; then
+    # Room for answer, verification, trigger and a second answer.
+    config svr self_verification.enabled=true model.max_seq_len=512
+    train svr
 fi
 python3 bench/rl/rl_report.py "$run" --seed "$seed" --arms "$arms"
