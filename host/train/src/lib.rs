@@ -31,6 +31,7 @@ pub mod symbolic;
 pub mod task;
 pub mod test_support;
 pub mod tokenizer;
+pub mod verifier;
 
 pub use config::TrainConfig;
 pub use error::TrainError;

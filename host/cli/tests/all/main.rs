@@ -8,6 +8,8 @@ mod common;
 mod evolve_resume;
 #[cfg(feature = "local-judge")]
 mod judge_distill;
+#[cfg(all(feature = "train", feature = "local-judge"))]
+mod judge_train;
 mod labels_import;
 mod release;
 #[cfg(feature = "train")]

@@ -48,6 +48,15 @@ struct CachedPrompt {
     cache: KvCache,
 }
 
+/// A query as token ids ([`LocalBackend::query_ids`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryIds {
+    /// The rendered prompt, begin token included where the model adds one.
+    pub prompt: Vec<u32>,
+    /// Each choice's continuation, in the request's order.
+    pub choices: Vec<Vec<u32>>,
+}
+
 /// A loaded local judge.
 pub struct LocalBackend {
     model: JudgeDecoder,
@@ -218,6 +227,21 @@ impl LocalBackend {
             (PromptTemplate::Model | PromptTemplate::Chatml, _) => chatml(system, &request.prompt),
             (PromptTemplate::Plain, _) if system.is_empty() => request.prompt.clone(),
             (PromptTemplate::Plain, _) => format!("{system}\n\n{}", request.prompt),
+        }
+    }
+
+    /// The ids this backend puts before a query's answer, and each choice's
+    /// continuation ids, exactly as it scores them. A verifier trained on
+    /// these ids (`verifine judge train`) is asked at judging time exactly
+    /// what it was trained on.
+    pub fn query_ids(&self, request: &ModelRequest) -> QueryIds {
+        QueryIds {
+            prompt: self.vocabulary.encode(&self.render(request)),
+            choices: request
+                .choices
+                .iter()
+                .map(|c| self.vocabulary.encode_continuation(c))
+                .collect(),
         }
     }
 

@@ -73,7 +73,8 @@ impl LoraModule {
         }
     }
 
-    const ALL: [LoraModule; 7] = [
+    /// Every projection a block has, in block order.
+    pub const ALL: [LoraModule; 7] = [
         LoraModule::Query,
         LoraModule::Key,
         LoraModule::Value,

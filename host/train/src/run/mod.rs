@@ -29,7 +29,7 @@ mod evaluation;
 mod grpo_step;
 pub mod metrics;
 mod monitor;
-mod pretrained;
+pub(crate) mod pretrained;
 mod report;
 mod setup;
 mod sft_step;

@@ -9,15 +9,12 @@ use candle_nn::VarMap;
 use serde_json::json;
 use std::path::Path;
 use verifine_base::Provenance;
-use verifine_models::weights::{expected_shapes, save_safetensors};
-use verifine_models::{DecoderSpec, Pretrained, Weights};
+use verifine_models::Pretrained;
 use verifine_train::config::FreezeConfig;
 use verifine_train::hooks::{Answer, Fixed, Host, Reward, RewardFunction};
 use verifine_train::model::{Decoder, KvCache, LoraConfig, LoraModule, load_matching_weights};
 use verifine_train::tokenizer::ChatTokenizer;
 use verifine_train::{TrainConfig, resume, train};
-
-const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 /// Rewards that differ within every group, so each step updates: the
 /// answer's length modulo three.
@@ -56,56 +53,7 @@ fn host() -> Host {
 
 /// A random tiny llama checkpoint directory.
 fn write_base(dir: &Path, seed: f64) {
-    std::fs::create_dir_all(dir).unwrap();
-    let mut tokens: Vec<String> = tokenizers::pre_tokenizers::byte_level::ByteLevel::alphabet()
-        .into_iter()
-        .map(String::from)
-        .collect();
-    tokens.sort();
-    let vocab: serde_json::Map<String, serde_json::Value> = tokens
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.clone(), json!(i)))
-        .collect();
-    let (start, end) = (tokens.len(), tokens.len() + 1);
-    let special = |id: usize, content: &str| json!({"id": id, "content": content, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true});
-    let tokenizer = json!({
-        "version": "1.0", "truncation": null, "padding": null,
-        "added_tokens": [special(start, "<|im_start|>"), special(end, "<|im_end|>")],
-        "normalizer": null,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
-        "post_processor": null,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
-                  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
-                  "vocab": vocab, "merges": []},
-    });
-    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
-    std::fs::write(
-        dir.join("tokenizer_config.json"),
-        json!({"eos_token": "<|im_end|>", "chat_template": CHATML}).to_string(),
-    )
-    .unwrap();
-    let config = json!({
-        "model_type": "llama", "vocab_size": end + 1, "hidden_size": 32, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 64,
-        "max_position_embeddings": 512, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
-        "tie_word_embeddings": false, "eos_token_id": end,
-    });
-    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
-    let spec = DecoderSpec::from_json(&config, dir).unwrap();
-    let weights: Weights = expected_shapes(&spec)
-        .into_iter()
-        .map(|(name, shape)| {
-            let t = Tensor::randn(0f32, 0.2, shape, &Device::Cpu).unwrap();
-            let t = match name.ends_with("norm.weight") {
-                true => (t.ones_like().unwrap() + seed).unwrap(),
-                false => t,
-            };
-            (name, t)
-        })
-        .collect();
-    save_safetensors(&weights, &dir.join("model.safetensors")).unwrap();
+    verifine_train::test_support::write_tiny_checkpoint(dir, seed).unwrap();
 }
 
 fn config(base: &Path) -> TrainConfig {

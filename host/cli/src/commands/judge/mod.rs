@@ -3,6 +3,10 @@
 //! a student judge from a teacher's verdicts.
 
 pub mod distill;
+#[cfg(feature = "train")]
+pub mod labelled;
+#[cfg(feature = "train")]
+pub mod train;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -26,6 +30,10 @@ enum JudgeCommand {
     /// verdicts (a `verifine score` output); report its agreement and
     /// latency; use it as `kind = "student"` in a judges file.
     Distill(distill::DistillArgs),
+    /// Fine-tune a pretrained model (LoRA) into a YES/NO verifier from
+    /// labelled rows; its `hf/` checkpoint is then a local judge.
+    #[cfg(feature = "train")]
+    Train(train::TrainArgs),
 }
 
 /// `verifine judge tiny-gguf`.
@@ -61,6 +69,17 @@ pub fn run(args: JudgeArgs) -> Result<()> {
             let summary = distill::distill(&a)?;
             println!("{}", distill::one_line(&summary));
             println!("report: {}", a.run_dir.join("report.md").display());
+            Ok(())
+        }
+        #[cfg(feature = "train")]
+        JudgeCommand::Train(a) => {
+            let report = train::train(&a)?;
+            println!("{}", train::one_line(&report));
+            println!("report: {}", a.run_dir.join("report.md").display());
+            println!(
+                "checkpoint (a local judge): {}",
+                a.run_dir.join("hf").display()
+            );
             Ok(())
         }
         JudgeCommand::TinyGguf(a) => {

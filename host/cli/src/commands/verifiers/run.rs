@@ -217,7 +217,7 @@ pub fn run(
 
 /// `slice` with each row's reference answer written into its rubric
 /// items ("… The reference answer is: 42."); rows without one unchanged.
-fn with_reference_in_items(slice: &Slice) -> Slice {
+pub(crate) fn with_reference_in_items(slice: &Slice) -> Slice {
     let samples = slice
         .samples
         .iter()
