@@ -238,7 +238,9 @@ impl Scorer<'_> {
     fn p_yes(&self, model: &Decoder, examples: &[VerdictExample]) -> Result<Vec<f64>> {
         let compute = model.cast(self.config.model.compute_dtype)?;
         let mut p = Vec::with_capacity(examples.len());
-        for chunk in examples.chunks(self.batch_size) {
+        // Two sequences an example: half a training batch of examples keeps
+        // a chunk's activations the size of a training step's.
+        for chunk in examples.chunks(self.batch_size.div_ceil(2)) {
             let sequences: Vec<Sequence> = chunk
                 .iter()
                 .flat_map(|e| {
