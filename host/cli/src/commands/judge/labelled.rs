@@ -6,7 +6,7 @@
 //! training later send that model is, byte for byte, what it learnt on.
 
 use crate::commands::verifiers::config::SliceFormat;
-use crate::commands::verifiers::run::{GSM8K_ITEM, Slice, with_reference_in_items};
+use crate::commands::verifiers::run::{GSM8K_ITEM, Slice, with_reference_in_item};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use serde::Deserialize;
@@ -125,16 +125,13 @@ pub fn queries(
         None,
         &serde_json::json!({}),
     )?;
-    let mut samples: Vec<Sample> = rows.iter().map(|r| r.sample.clone()).collect();
-    if reference_guided {
-        let slice = Slice {
-            points: vec![vec![1.0]; samples.len()],
-            hard: vec![None; samples.len()],
-            labels: vec![None; samples.len()],
-            samples,
-        };
-        samples = with_reference_in_items(&slice).samples;
-    }
+    let samples: Vec<Sample> = rows
+        .iter()
+        .map(|r| match reference_guided {
+            true => with_reference_in_item(&r.sample),
+            false => r.sample.clone(),
+        })
+        .collect();
     let mut queries = Vec::with_capacity(rows.len());
     for (row, sample) in rows.iter().zip(&samples) {
         let scored = score_all(&plugin, std::slice::from_ref(sample), 1, 1, &|_| {})?;

@@ -217,35 +217,34 @@ pub fn run(
 
 /// `slice` with each row's reference answer written into its rubric
 /// items ("… The reference answer is: 42."); rows without one unchanged.
-pub(crate) fn with_reference_in_items(slice: &Slice) -> Slice {
-    let samples = slice
-        .samples
-        .iter()
-        .map(|sample| {
-            let mut sample = sample.clone();
-            let Some(reference) = sample.reference.clone() else {
-                return sample;
-            };
-            if let Ok(mut context) = serde_json::from_str::<serde_json::Value>(&sample.context)
-                && let Some(items) = context["rubrics"].as_array_mut()
-            {
-                for item in items {
-                    if let Some(text) = item["criterion"].as_str() {
-                        item["criterion"] =
-                            format!("{text} The reference answer is: {reference}.").into();
-                    }
-                }
-                sample.context = context.to_string();
-            }
-            sample
-        })
-        .collect();
+fn with_reference_in_items(slice: &Slice) -> Slice {
+    let samples = slice.samples.iter().map(with_reference_in_item).collect();
     Slice {
         samples,
         points: slice.points.clone(),
         hard: slice.hard.clone(),
         labels: slice.labels.clone(),
     }
+}
+
+/// `sample` with its reference answer written into its rubric items;
+/// unchanged without a reference.
+pub(crate) fn with_reference_in_item(sample: &Sample) -> Sample {
+    let mut sample = sample.clone();
+    let Some(reference) = sample.reference.clone() else {
+        return sample;
+    };
+    if let Ok(mut context) = serde_json::from_str::<serde_json::Value>(&sample.context)
+        && let Some(items) = context["rubrics"].as_array_mut()
+    {
+        for item in items {
+            if let Some(text) = item["criterion"].as_str() {
+                item["criterion"] = format!("{text} The reference answer is: {reference}.").into();
+            }
+        }
+        sample.context = context.to_string();
+    }
+    sample
 }
 
 impl VerifierRun {
