@@ -69,6 +69,18 @@ pub struct StepBoundary {
     /// `eval_every` GRPO steps, the last GRPO step of the run, and every
     /// `sft.eval_every` SFT steps.
     pub monitor: Option<Monitor>,
+    /// Seconds spent in each phase's steps so far, this step included.
+    pub phase_seconds: PhaseSeconds,
+}
+/// Seconds spent in each phase's steps (evaluations and checkpoints not
+/// counted): what a phase's `max_seconds` is measured against and what the
+/// summary reports, so arms can be compared at equal training time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PhaseSeconds {
+    /// SFT steps.
+    pub sft: f64,
+    /// GRPO steps.
+    pub grpo: f64,
 }
 
 /// What a held-out evaluation at a step boundary measured, for a host

@@ -78,6 +78,7 @@ fn the_trigger_fires_on_a_plateau_and_holds_while_the_evaluator_rises() {
                 grpo_steps: step,
                 total_steps: 100,
                 monitor: Some(monitor),
+                phase_seconds: Default::default(),
             })
             .unwrap();
             // A boundary without a reading records nothing.
@@ -86,6 +87,7 @@ fn the_trigger_fires_on_a_plateau_and_holds_while_the_evaluator_rises() {
                 grpo_steps: step + 1,
                 total_steps: 100,
                 monitor: None,
+                phase_seconds: Default::default(),
             })
             .unwrap();
         }

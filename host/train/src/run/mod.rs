@@ -40,6 +40,7 @@ pub use report::TrainSummary;
 use crate::checkpoint;
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError, bail, ensure};
+pub use crate::hooks::PhaseSeconds;
 use crate::hooks::{Host, Progress, SftCurriculum, StepBoundary};
 use crate::metrics_log::MetricsLog;
 use crate::model::{Decoder, load_matching_weights, load_weights, save_weights, sorted_vars};
@@ -65,17 +66,6 @@ struct GrpoTotals {
     plugin_seconds: f64,
     rollouts: usize,
     turns: usize,
-}
-
-/// Seconds spent in each phase's steps (evaluations and checkpoints not
-/// counted): what a phase's `max_seconds` is measured against and what the
-/// summary reports, so arms can be compared at equal training time.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub struct PhaseSeconds {
-    /// SFT steps.
-    pub sft: f64,
-    /// GRPO steps.
-    pub grpo: f64,
 }
 
 /// What a run carries from step to step and a checkpoint restores as it
@@ -247,6 +237,7 @@ impl Run {
                     grpo_steps: grpo_done,
                     total_steps: total,
                     monitor,
+                    phase_seconds: self.state.phase_seconds,
                 })
                 .map_err(|error| TrainError::Hook {
                     context: format!("at the step boundary after step {}", self.state.step),
