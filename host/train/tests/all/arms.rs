@@ -4,15 +4,11 @@
 //! sampling (RFT) as an advantage estimator that learns only from what the
 //! reward passes.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use verifine_base::{Provenance, read_jsonl};
 use verifine_train::config::{GrpoPhase, SftConfig};
 use verifine_train::grpo::{AdvEstimator, GrpoConfig};
-use verifine_train::hooks::{
-    Answer, BoundaryOutcome, Fixed, HookError, Host, PhaseSeconds, Reward, RewardFunction,
-    StepBoundary, StepHook,
-};
+use verifine_train::hooks::{Answer, Fixed, Host, Reward, RewardFunction};
 use verifine_train::task::{TaskConfig, steps};
 use verifine_train::{TrainConfig, train};
 
@@ -68,41 +64,6 @@ fn phases(dir: &std::path::Path) -> (usize, usize) {
     (count("sft"), count("grpo"))
 }
 
-/// [`Constant`], recording the phase seconds each step boundary reports.
-struct Timed {
-    reward: Constant,
-    seen: Arc<Mutex<Vec<PhaseSeconds>>>,
-}
-
-impl RewardFunction for Timed {
-    fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
-        self.reward.score(step, answers)
-    }
-
-    fn provenance(&self) -> Vec<Provenance> {
-        self.reward.provenance()
-    }
-}
-
-impl StepHook for Timed {
-    fn at_boundary(&mut self, boundary: StepBoundary) -> Result<BoundaryOutcome, HookError> {
-        self.seen.lock().unwrap().push(boundary.phase_seconds);
-        Ok(BoundaryOutcome::default())
-    }
-
-    fn after_checkpoint(&mut self) -> Result<(), HookError> {
-        Ok(())
-    }
-
-    fn state(&self) -> serde_json::Value {
-        serde_json::Value::Null
-    }
-
-    fn restore(&mut self, _: &serde_json::Value, _: usize) -> Result<(), HookError> {
-        Ok(())
-    }
-}
-
 #[test]
 fn a_grpo_phase_with_a_time_budget_ends_at_the_first_boundary_after_it() {
     let dir = scratch("grpo-budget");
@@ -115,20 +76,20 @@ fn a_grpo_phase_with_a_time_budget_ends_at_the_first_boundary_after_it() {
         },
         ..crate::common::tiny()
     };
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let timed = Timed {
+    let boundaries = crate::common::Boundaries::default();
+    let watching = crate::common::Watching {
         reward: Constant {
             total: 0.5,
             pause: Duration::from_millis(40),
         },
-        seen: seen.clone(),
+        boundaries: boundaries.clone(),
     };
     let summary = train(
         &config,
         "",
         &dir,
         Host {
-            reward: Box::new(timed),
+            reward: Box::new(watching),
             ..host(0.5, Duration::ZERO)
         },
     )
@@ -144,7 +105,11 @@ fn a_grpo_phase_with_a_time_budget_ends_at_the_first_boundary_after_it() {
     );
     // Ended at the step that spent it, not a step later: every boundary
     // before the last saw the budget unspent (timings, whatever the load).
-    let seen = seen.lock().unwrap();
+    let seen: Vec<_> = boundaries
+        .borrow()
+        .iter()
+        .map(|b| b.phase_seconds)
+        .collect();
     let (last, before) = seen.split_last().unwrap();
     assert_eq!(last, &summary.phase_seconds);
     assert!(before.iter().all(|seconds| seconds.grpo < 0.3), "{seen:?}");

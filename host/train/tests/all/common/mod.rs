@@ -1,5 +1,12 @@
-//! What the training integration tests share: a tiny run and a scratch
-//! directory.
+//! What the training integration tests share: a tiny run, a scratch
+//! directory and a reward that records every step boundary.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use verifine_base::Provenance;
+use verifine_train::hooks::{
+    Answer, BoundaryOutcome, HookError, Reward, RewardFunction, StepBoundary, StepHook,
+};
 
 pub use verifine_train::test_support::tiny_config as tiny;
 
@@ -7,4 +14,43 @@ pub use verifine_train::test_support::tiny_config as tiny;
 /// its own directory).
 pub fn scratch(suite: &str, name: &str) -> verifine_test_support::ScratchDir {
     verifine_test_support::scratch_path(&format!("{suite}-{name}"))
+}
+
+/// Every step boundary a run reported, in order.
+pub type Boundaries = Rc<RefCell<Vec<StepBoundary>>>;
+
+/// A fixed reward that records the boundaries it is called at, so a test
+/// sees what a host's hook would.
+pub struct Watching<R> {
+    pub reward: R,
+    pub boundaries: Boundaries,
+}
+
+impl<R: RewardFunction> RewardFunction for Watching<R> {
+    fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
+        self.reward.score(step, answers)
+    }
+
+    fn provenance(&self) -> Vec<Provenance> {
+        self.reward.provenance()
+    }
+}
+
+impl<R> StepHook for Watching<R> {
+    fn at_boundary(&mut self, boundary: StepBoundary) -> Result<BoundaryOutcome, HookError> {
+        self.boundaries.borrow_mut().push(boundary);
+        Ok(BoundaryOutcome::default())
+    }
+
+    fn after_checkpoint(&mut self) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    fn restore(&mut self, _: &serde_json::Value, _: usize) -> Result<(), HookError> {
+        Ok(())
+    }
 }

@@ -36,43 +36,12 @@ fn held_out_accuracy_is_the_evaluators_not_the_training_rewards() {
 }
 
 /// Each boundary's step and monitor reading.
-type Readings = Rc<RefCell<Vec<(usize, Option<Monitor>)>>>;
-
-/// Records every boundary's monitor reading.
-struct Watching {
-    reward: Constant,
-    readings: Readings,
-}
-
-impl RewardFunction for Watching {
-    fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
-        self.reward.score(step, answers)
-    }
-
-    fn provenance(&self) -> Vec<Provenance> {
-        self.reward.provenance()
-    }
-}
-
-impl StepHook for Watching {
-    fn at_boundary(&mut self, boundary: StepBoundary) -> Result<BoundaryOutcome, HookError> {
-        self.readings
-            .borrow_mut()
-            .push((boundary.step, boundary.monitor));
-        Ok(BoundaryOutcome::default())
-    }
-
-    fn after_checkpoint(&mut self) -> Result<(), HookError> {
-        Ok(())
-    }
-
-    fn state(&self) -> serde_json::Value {
-        serde_json::Value::Null
-    }
-
-    fn restore(&mut self, _: &serde_json::Value, _: usize) -> Result<(), HookError> {
-        Ok(())
-    }
+fn readings(boundaries: &Boundaries) -> Vec<(usize, Option<Monitor>)> {
+    boundaries
+        .borrow()
+        .iter()
+        .map(|b| (b.step, b.monitor))
+        .collect()
 }
 
 #[test]
@@ -81,10 +50,10 @@ fn monitor_readings_come_at_evaluation_steps_and_the_last_one() {
     let mut config = tiny();
     config.grpo.steps = 3;
     config.eval_every = 2;
-    let readings = Readings::default();
+    let boundaries = Boundaries::default();
     let hook = Watching {
         reward: Constant::new(0.25),
-        readings: readings.clone(),
+        boundaries: boundaries.clone(),
     };
     train(
         &config,
@@ -96,7 +65,7 @@ fn monitor_readings_come_at_evaluation_steps_and_the_last_one() {
         },
     )
     .unwrap();
-    let readings = readings.borrow();
+    let readings = readings(&boundaries);
     let steps: Vec<usize> = readings.iter().map(|(s, _)| *s).collect();
     assert_eq!(steps, [1, 2, 3, 4, 5, 6]);
     let expected = Monitor {
@@ -191,18 +160,18 @@ fn an_sft_round_trains_on_the_hosts_targets_from_a_base_with_monitor_readings() 
     config.sft.steps = 4;
     config.sft.eval_every = 2;
     config.grpo.steps = 0;
-    let readings = Readings::default();
-    let with = |targets: SftTargets, readings: &Readings| Host {
+    let boundaries = Boundaries::default();
+    let with = |targets: SftTargets, boundaries: &Boundaries| Host {
         evaluator: Some(Box::new(EvenProblems)),
         sft_targets: Some(targets),
         ..host(Watching {
             reward: Constant::new(0.25),
-            readings: readings.clone(),
+            boundaries: boundaries.clone(),
         })
     };
     let targets = host_targets([Some(1.0), None, Some(2.0)]);
     let round = dir.join("round");
-    let summary = train(&config, "", &round, with(targets.clone(), &readings)).unwrap();
+    let summary = train(&config, "", &round, with(targets.clone(), &boundaries)).unwrap();
     assert_eq!((summary.sft_samples, summary.sft_samples_kept), (3, 2));
     let selection: Vec<SftItem> = read_jsonl(&round.join("sft_selection.jsonl")).unwrap();
     assert_eq!(selection, targets.items);
@@ -219,7 +188,7 @@ fn an_sft_round_trains_on_the_hosts_targets_from_a_base_with_monitor_readings() 
         heldout_score: 0.5,
         mean_reward: 0.25,
     };
-    let got: Vec<(usize, Option<Monitor>)> = readings.borrow().clone();
+    let got = readings(&boundaries);
     assert_eq!(
         got,
         [
@@ -242,18 +211,18 @@ fn an_sft_round_trains_on_the_hosts_targets_from_a_base_with_monitor_readings() 
 
     // The targets are part of what a resume must match.
     let other = host_targets([Some(1.0), Some(1.0), Some(2.0)]);
-    let err = resume(&round, with(other, &Readings::default()))
+    let err = resume(&round, with(other, &Boundaries::default()))
         .unwrap_err()
         .to_string();
     assert!(err.contains("SFT targets"), "{err}");
-    resume(&round, with(targets, &Readings::default())).unwrap();
+    resume(&round, with(targets, &Boundaries::default())).unwrap();
 
     // Targets that drop everything are refused before training.
     let err = train(
         &config,
         "",
         &dir.join("none-kept"),
-        with(host_targets([None, None, None]), &readings),
+        with(host_targets([None, None, None]), &boundaries),
     )
     .unwrap_err()
     .to_string();

@@ -12,13 +12,14 @@ use std::rc::Rc;
 use verifine_base::{Provenance, read_jsonl};
 use verifine_train::config::{GrpoPhase, SftConfig};
 use verifine_train::hooks::{
-    Answer, BoundaryOutcome, Fixed, HookError, Host, Monitor, PromptPool, Reward, RewardFunction,
-    SftTargets, StepBoundary, StepHook,
+    Answer, Fixed, Host, Monitor, PromptPool, Reward, RewardFunction, SftTargets, StepHook,
 };
 use verifine_train::rollout::Sampling;
 use verifine_train::sft_data::SftItem;
 use verifine_train::task::{Problem, splits};
 use verifine_train::{HeldoutAnswer, Policy, TrainConfig, resume, train};
+
+use crate::common::{Boundaries, Watching};
 
 mod evaluation;
 mod starts;
