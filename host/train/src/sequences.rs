@@ -10,7 +10,7 @@ use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, Tensor, Var};
 
 /// Token ids and which of them the loss trains on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Sequence {
     /// The whole conversation's ids.
     pub ids: Vec<u32>,

@@ -39,6 +39,10 @@ impl TrainConfig {
             "grpo.objective.num_generations must be at least 2 (advantages compare within a group)",
         )?;
         ensure(
+            self.grpo.objective.rft_batch_size >= 1,
+            "grpo.objective.rft_batch_size must be at least 1",
+        )?;
+        ensure(
             self.sft.batch_size >= 1,
             "sft.batch_size must be at least 1",
         )?;

@@ -13,7 +13,7 @@ use super::metrics::{MetricsLine, Phase, skipped};
 use crate::config::RewardFailure;
 use crate::conversation::{Rollout, RolloutOptions, VerifyReply, rollouts};
 use crate::error::Result;
-use crate::grpo::{LossInputs, advantages, loss};
+use crate::grpo::{AdvEstimator, LossInputs, advantages, loss};
 use crate::hooks::{Answer, Progress, Reward};
 use crate::policy::answer_text;
 use crate::rollout::Sampling;
@@ -139,7 +139,15 @@ impl Run {
             kept_advantages.push(*advantage as f32);
         }
 
-        // 4. The update.
+        // 4. The update; rejection sampling waits for a full batch.
+        if phase.objective.adv_estimator == AdvEstimator::RejectionSampling {
+            self.state.rft_buffer.append(&mut sequences);
+            let full = phase.objective.rft_batch_size;
+            if self.state.rft_buffer.len() >= full {
+                sequences = self.state.rft_buffer.drain(..full).collect();
+            }
+            kept_advantages = vec![1.0; sequences.len()];
+        }
         let update = if sequences.is_empty() {
             Update::default()
         } else {
@@ -192,6 +200,8 @@ impl Run {
             verdicts_no: svr.then(|| count(VerifyReply::No)),
             verdicts_unclear: svr.then(|| count(VerifyReply::Unclear)),
             tokens_per_second: Some(tokens_per_second),
+            rft_waiting: (phase.objective.adv_estimator == AdvEstimator::RejectionSampling)
+                .then_some(self.state.rft_buffer.len()),
             plugins: &plugins,
             ..MetricsLine::default()
         })
@@ -210,7 +220,9 @@ impl Run {
         let pass = policy_log_probs(policy, &b, Backward::Fastest)?;
         let current = pass.values.clone();
         // One update per rollout batch: the sampling policy is the current
-        // one, so its log-probs are these values without the graph.
+        // one, so its log-probs are these values without the graph. (RFT's
+        // buffered samples came from earlier weights; their advantage is 1
+        // and unclipped at ratio 1, so the gradient is SFT's on them.)
         let old = current.detach();
         let reference = match &self.reference {
             Some(r) => Some(policy_log_probs(r, &b, Backward::Fastest)?.values.detach()),

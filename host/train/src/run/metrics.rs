@@ -70,6 +70,9 @@ pub struct MetricsLine<'a> {
     /// Verification replies that said neither YES nor NO.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdicts_unclear: Option<usize>,
+    /// Rejection sampling: passed completions waiting for a full batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rft_waiting: Option<usize>,
     /// Completion tokens per second of this step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_per_second: Option<f64>,

@@ -92,6 +92,10 @@ struct TrainingState {
     /// Time in each phase's steps so far.
     #[serde(default)]
     phase_seconds: PhaseSeconds,
+    /// Rejection sampling: passed completions not yet trained on (fewer
+    /// than `rft_batch_size`).
+    #[serde(default)]
+    rft_buffer: Vec<Sequence>,
 }
 
 /// The state a checkpoint carries besides weights and optimizer moments:

@@ -10,7 +10,7 @@ use verifine_train::config::{GrpoPhase, SftConfig};
 use verifine_train::grpo::{AdvEstimator, GrpoConfig};
 use verifine_train::hooks::{Answer, Fixed, Host, Reward, RewardFunction};
 use verifine_train::task::{TaskConfig, steps};
-use verifine_train::{TrainConfig, train};
+use verifine_train::{TrainConfig, resume, train};
 
 /// The same total for every answer, after a pause (so a budget of a few
 /// hundred milliseconds spans several steps on any machine).
@@ -199,6 +199,7 @@ fn weights_move(estimator: AdvEstimator, total: f64) -> bool {
             objective: GrpoConfig {
                 adv_estimator: estimator,
                 dynamic_sampling: true,
+                rft_batch_size: 1,
                 ..crate::common::tiny().grpo.objective
             },
             ..crate::common::tiny().grpo
@@ -221,4 +222,60 @@ fn rejection_sampling_learns_from_passed_answers_and_nothing_else() {
     assert!(weights_move(AdvEstimator::RejectionSampling, 1.0));
     // Nothing passed: RFT has nothing to imitate.
     assert!(!weights_move(AdvEstimator::RejectionSampling, 0.0));
+}
+
+#[test]
+fn rejection_sampling_trains_on_full_batches_and_a_resume_keeps_the_waiting_ones() {
+    // Every answer passes; a step rolls out 4 (2 prompts × 2), a batch is 6.
+    let dir = scratch("rft-batches");
+    let whole = dir.join("whole");
+    let tiny = crate::common::tiny();
+    let config = TrainConfig {
+        pass_at_k: 0,
+        sft: SftConfig {
+            steps: 0,
+            ..tiny.sft
+        },
+        grpo: GrpoPhase {
+            steps: 5,
+            objective: GrpoConfig {
+                adv_estimator: AdvEstimator::RejectionSampling,
+                rft_batch_size: 6,
+                ..tiny.grpo.objective
+            },
+            ..tiny.grpo
+        },
+        checkpoints: verifine_train::config::CheckpointConfig { every: 1, keep: 10 },
+        ..tiny
+    };
+    train(&config, "", &whole, host(1.0, Duration::ZERO)).unwrap();
+    let lines: Vec<serde_json::Value> = read_jsonl(&whole.join("metrics.jsonl")).unwrap();
+    let steps: Vec<(u64, bool)> = lines
+        .iter()
+        .filter(|l| l["phase"] == "grpo")
+        .map(|l| {
+            (
+                l["rft_waiting"].as_u64().unwrap(),
+                l["grad_norm"].is_number(),
+            )
+        })
+        .collect();
+    assert_eq!(steps.len(), 5);
+    // Never a full batch left waiting, no update before one was full (the
+    // first step passes at most 4), and updates once it was.
+    assert!(steps.iter().all(|&(waiting, _)| waiting < 6), "{steps:?}");
+    assert!(!steps[0].1, "{steps:?}");
+    assert!(steps.iter().any(|&(_, updated)| updated), "{steps:?}");
+
+    // Stopped where passed answers were waiting, resumed: the same weights.
+    let waiting_at = 1 + steps[..4].iter().position(|&(w, _)| w > 0).unwrap();
+    let stopped = dir.join("stopped");
+    crate::common::stopped_copy(&whole, &stopped, waiting_at);
+    resume(&stopped, host(1.0, Duration::ZERO)).unwrap();
+    assert_eq!(
+        std::fs::read(whole.join("model.safetensors")).unwrap(),
+        std::fs::read(stopped.join("model.safetensors")).unwrap(),
+        "the resumed run lost the answers that were waiting"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

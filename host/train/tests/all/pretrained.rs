@@ -228,22 +228,7 @@ fn a_pretrained_run_resumes_exactly_and_refuses_a_changed_base() {
 
     // The same run, stopped after its second step.
     let stopped = dir.join("stopped");
-    copy_dir(&whole, &stopped);
-    let checkpoints = stopped.join("checkpoints");
-    for entry in std::fs::read_dir(&checkpoints).unwrap() {
-        let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().as_ref() > "step-00000002" {
-            std::fs::remove_dir_all(path).unwrap();
-        }
-    }
-    for output in ["model.safetensors", "summary.json", "hf", "adapter"] {
-        let path = stopped.join(output);
-        if path.is_dir() {
-            std::fs::remove_dir_all(path).unwrap();
-        } else {
-            std::fs::remove_file(path).unwrap();
-        }
-    }
+    crate::common::stopped_copy(&whole, &stopped, 2);
     resume(&stopped, host()).unwrap();
     assert_eq!(
         std::fs::read(whole.join("model.safetensors")).unwrap(),
@@ -258,17 +243,4 @@ fn a_pretrained_run_resumes_exactly_and_refuses_a_changed_base() {
         error.contains("the pretrained model changed since the checkpoint"),
         "{error}"
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
 }

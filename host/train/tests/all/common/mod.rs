@@ -2,6 +2,7 @@
 //! directory and a reward that records every step boundary.
 
 use std::cell::RefCell;
+use std::path::Path;
 use std::rc::Rc;
 use verifine_base::Provenance;
 use verifine_train::hooks::{
@@ -52,5 +53,40 @@ impl<R> StepHook for Watching<R> {
 
     fn restore(&mut self, _: &serde_json::Value, _: usize) -> Result<(), HookError> {
         Ok(())
+    }
+}
+
+/// A copy of the finished run `whole` at `stopped`, as if it had been
+/// killed after its checkpoint at `step`: later checkpoints and the final
+/// outputs are gone, so a resume redoes the steps after it.
+pub fn stopped_copy(whole: &Path, stopped: &Path, step: usize) {
+    copy_dir(whole, stopped);
+    let last = format!("step-{step:08}");
+    for entry in std::fs::read_dir(stopped.join("checkpoints")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_string_lossy().as_ref() > last.as_str() {
+            std::fs::remove_dir_all(path).unwrap();
+        }
+    }
+    for output in ["model.safetensors", "summary.json", "hf", "adapter"] {
+        let path = stopped.join(output);
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap();
+        } else if path.exists() {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
     }
 }
