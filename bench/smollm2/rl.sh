@@ -70,8 +70,11 @@ if [[ ",$arms," == *,rft,* ]]; then
     train rft
 fi
 if [[ ",$arms," == *,svr,* ]]; then
-    # Room for answer, verification, trigger and a second answer.
-    config svr self_verification.enabled=true model.max_seq_len=512
+    # Room for answer, verification, trigger and a second answer. At 512
+    # tokens four prompts' 32 conversations took 23 GB in one update (the
+    # update has no gradient accumulation) and the OOM killer ended it:
+    # two prompts a step, so PR and FV come from half GRPO's rollouts.
+    config svr self_verification.enabled=true model.max_seq_len=512 grpo.prompts_per_step=2
     train svr
 fi
 python3 bench/rl/rl_report.py "$run" --seed "$seed" --arms "$arms"
