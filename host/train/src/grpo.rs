@@ -77,9 +77,9 @@ pub struct GrpoConfig {
     pub dynamic_sampling: bool,
     /// Completions cut at the length limit get no loss.
     pub mask_truncated_completions: bool,
-    /// Rejection sampling only: passed completions wait until at least this
-    /// many are kept, then all that wait train as one batch, as offline RFT
-    /// (STaR) fine-tunes on full batches. At 1 a step updates on whatever it passed; with one or
+    /// Rejection sampling only: passed completions wait until this many are
+    /// kept, then the oldest this many train as one batch, as offline RFT
+    /// (STaR) fine-tunes on full batches; the rest wait for the next step. At 1 a step updates on whatever it passed; with one or
     /// two passes a step Adam moves every weight a full step on them, and
     /// the policy fell apart that way (BENCHMARKS.md, issue 39).
     pub rft_batch_size: usize,

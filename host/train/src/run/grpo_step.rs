@@ -142,10 +142,11 @@ impl Run {
         // 4. The update; rejection sampling waits for a full batch.
         if phase.objective.adv_estimator == AdvEstimator::RejectionSampling {
             self.state.rft_buffer.append(&mut sequences);
-            // All that wait, once a batch is full: none go stale in a
-            // buffer that grows when more than a batch passes a step.
-            if self.state.rft_buffer.len() >= phase.objective.rft_batch_size {
-                sequences = std::mem::take(&mut self.state.rft_buffer);
+            // The oldest full batch: an update's memory stays one batch's
+            // (all that waited, 40-odd answers, took a 24 GB machine down).
+            let full = phase.objective.rft_batch_size;
+            if self.state.rft_buffer.len() >= full {
+                sequences = self.state.rft_buffer.drain(..full).collect();
             }
             kept_advantages = vec![1.0; sequences.len()];
         }

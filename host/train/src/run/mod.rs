@@ -92,8 +92,8 @@ struct TrainingState {
     /// Time in each phase's steps so far.
     #[serde(default)]
     phase_seconds: PhaseSeconds,
-    /// Rejection sampling: passed completions not yet trained on (fewer
-    /// than `rft_batch_size`).
+    /// Rejection sampling: passed completions not yet trained on, oldest
+    /// first.
     #[serde(default)]
     rft_buffer: Vec<Sequence>,
 }

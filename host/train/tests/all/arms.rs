@@ -261,16 +261,10 @@ fn rejection_sampling_trains_on_full_batches_and_a_resume_keeps_the_waiting_ones
         })
         .collect();
     assert_eq!(steps.len(), 5);
-    // Never a full batch left waiting, no update before one was full (the
-    // first step passes at most 4), and updates once it was.
+    // Fewer pass a step than a batch holds, so a full batch never waits;
+    // no update before one was full (the first step passes at most 4), and
+    // updates once it was.
     assert!(steps.iter().all(|&(waiting, _)| waiting < 6), "{steps:?}");
-    // An update takes every answer that waited (none go stale).
-    assert!(
-        steps
-            .iter()
-            .all(|&(waiting, updated)| !updated || waiting == 0),
-        "{steps:?}"
-    );
     assert!(!steps[0].1, "{steps:?}");
     assert!(steps.iter().any(|&(_, updated)| updated), "{steps:?}");
 
