@@ -70,10 +70,10 @@ if [[ ",$arms," == *,rft,* ]]; then
     train rft
 fi
 if [[ ",$arms," == *,svr,* ]]; then
-    # Room for answer, verification, trigger and a second answer. At 512
-    # tokens four prompts' 32 conversations took 23 GB in one update (the
-    # update has no gradient accumulation) and the OOM killer ended it:
-    # two prompts a step, so PR and FV come from half GRPO's rollouts.
+    # Room for answer, verification, trigger and a second answer. Two
+    # prompts a step (half GRPO's rollouts): with four the run grew to
+    # 24 GB by its 4th GRPO step. With two it still grows past 24 GB by
+    # its 16th on a 24 GiB machine (BENCHMARKS.md, "SVR-R1 on SmolLM2").
     config svr self_verification.enabled=true model.max_seq_len=512 grpo.prompts_per_step=2
     train svr
 fi
