@@ -79,9 +79,10 @@ pub struct GrpoConfig {
     pub mask_truncated_completions: bool,
     /// Rejection sampling only: passed completions wait until this many are
     /// kept, then the oldest this many train as one batch, as offline RFT
-    /// (STaR) fine-tunes on full batches; the rest wait for the next step. At 1 a step updates on whatever it passed; with one or
-    /// two passes a step Adam moves every weight a full step on them, and
-    /// the policy fell apart that way (BENCHMARKS.md, issue 39).
+    /// (STaR) fine-tunes on full batches; the rest wait for the next step.
+    /// At 1 a step updates on whatever it passed; with one or two passes a
+    /// step Adam moves every weight a full step on them, and the policy fell
+    /// apart that way (BENCHMARKS.md, issue 39).
     pub rft_batch_size: usize,
 }
 

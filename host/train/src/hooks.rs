@@ -72,6 +72,7 @@ pub struct StepBoundary {
     /// Seconds spent in each phase's steps so far, this step included.
     pub phase_seconds: PhaseSeconds,
 }
+
 /// Seconds spent in each phase's steps (evaluations and checkpoints not
 /// counted): what a phase's `max_seconds` is measured against and what the
 /// summary reports, so arms can be compared at equal training time.
