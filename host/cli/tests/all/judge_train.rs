@@ -48,6 +48,7 @@ fn args(base: &Path, labels: &Path, run_dir: &Path) -> TrainArgs {
         batch_size: 4,
         learning_rate: 1e-2,
         lora_r: 4,
+        freeze_layers: 0,
         balance: Balance::Weighted,
         heldout_share: 0.25,
         max_seq_len: 2048,
@@ -74,8 +75,17 @@ fn a_verifier_trains_and_its_checkpoint_judges_as_training_measured() {
     verifine_train::test_support::write_tiny_checkpoint(&base, 0.0).unwrap();
     let labels = dir.join("answers.jsonl");
     write_answers(&labels, 8);
+    // A repeated row counts once.
+    let text = std::fs::read_to_string(&labels).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    std::fs::write(&labels, format!("{text}{first}\n")).unwrap();
     let run_dir = dir.join("run");
-    let report = train(&args(&base, &labels, &run_dir)).unwrap();
+    let frozen_below = TrainArgs {
+        freeze_layers: 1,
+        ..args(&base, &labels, &run_dir)
+    };
+    let report = train(&frozen_below).unwrap();
+    assert_eq!(report.repeats, 1);
     assert_eq!(report.train_examples + report.heldout_examples, 16);
     assert_eq!(report.heldout_examples, 4, "2 of 8 questions, both answers");
     assert_eq!(report.steps, 30);
@@ -114,6 +124,13 @@ fn a_verifier_trains_and_its_checkpoint_judges_as_training_measured() {
         "judge {p_yes} vs training {}",
         verdicts[0].p_yes
     );
+    // Frozen blocks must leave one to train.
+    let all_frozen = TrainArgs {
+        freeze_layers: 2,
+        ..args(&base, &labels, &dir.join("all-frozen"))
+    };
+    let err = train(&all_frozen).unwrap_err();
+    assert!(format!("{err:#}").contains("nothing trains"), "{err:#}");
     // A second run into the same directory needs --overwrite.
     let err = train(&args(&base, &labels, &run_dir)).unwrap_err();
     assert!(err.to_string().contains("--overwrite"), "{err}");

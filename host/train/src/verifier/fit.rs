@@ -4,14 +4,16 @@
 //! weights), `report.json`, `heldout_verdicts.jsonl` and `metrics.jsonl`.
 
 use super::metrics::{VerdictMetrics, verdict_metrics};
-use super::{ClassBalance, VerdictExample, VerifierConfig, check_examples, split_by_group};
+use super::score::Scorer;
+use super::{
+    ClassBalance, VerdictExample, VerifierConfig, check_examples, distinct, split_by_group,
+};
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError, bail, ensure};
-use crate::model::{Decoder, sorted_vars};
+use crate::model::sorted_vars;
 use crate::optim::AdamW;
 use crate::run::pretrained::Base;
-use crate::sequences::{Backward, Sequence, SequenceBatch, batch, policy_log_probs, sft_loss};
-use candle_core::Device;
+use crate::sequences::{Backward, Sequence, batch, policy_log_probs, sft_loss};
 use candle_nn::VarMap;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -23,6 +25,10 @@ use verifine_base::{SplitMix64, write_atomically, write_jsonl};
 pub struct VerifierReport {
     /// The model trained.
     pub from: String,
+    /// Examples dropped as repeats of an earlier one (same query, same
+    /// label).
+    #[serde(default)]
+    pub repeats: usize,
     /// Training examples, and how many of them are labelled met.
     pub train_examples: usize,
     /// Of the training examples, labelled met.
@@ -80,6 +86,7 @@ pub fn train_verifier(
     let Some(from) = config.model.from.clone() else {
         bail!("[model] from must name the pretrained model to train");
     };
+    let (examples, repeats) = distinct(examples);
     let (train, heldout) = split_by_group(examples, config.heldout_share, config.seed)?;
     check_examples(&train)?;
     check_lengths(train.iter().chain(&heldout), config.model.max_seq_len)?;
@@ -95,6 +102,12 @@ pub fn train_verifier(
     check_ids(train.iter().chain(&heldout), base.model.spec.vocab_size)?;
     let varmap = VarMap::new();
     let model = base.decoder(&train_config, &varmap)?;
+    ensure!(
+        !varmap.all_vars().is_empty(),
+        "nothing trains: [model.freeze] layers = {} leaves none of the model's {} blocks",
+        config.model.freeze.layers,
+        base.model.spec.num_layers
+    );
     let pad = base.model.pad_id();
     let scorer = Scorer {
         pad,
@@ -168,6 +181,7 @@ pub fn train_verifier(
     let window = (losses.len() / 2).clamp(1, 10).min(losses.len());
     let report = VerifierReport {
         from: from.display().to_string(),
+        repeats,
         train_examples: train.len(),
         train_met: train.iter().filter(|e| e.met).count(),
         heldout_examples: heldout.len(),
@@ -224,53 +238,6 @@ fn check_ids<'a>(
         ))),
         None => Ok(()),
     }
-}
-
-/// Scores examples: P(YES) renormalised over the two answers.
-struct Scorer<'a> {
-    pad: u32,
-    device: &'a Device,
-    batch_size: usize,
-    config: &'a VerifierConfig,
-}
-
-impl Scorer<'_> {
-    fn p_yes(&self, model: &Decoder, examples: &[VerdictExample]) -> Result<Vec<f64>> {
-        let compute = model.cast(self.config.model.compute_dtype)?;
-        let mut p = Vec::with_capacity(examples.len());
-        // Two sequences an example: half a training batch of examples keeps
-        // a chunk's activations the size of a training step's.
-        for chunk in examples.chunks(self.batch_size.div_ceil(2)) {
-            let sequences: Vec<Sequence> = chunk
-                .iter()
-                .flat_map(|e| {
-                    [
-                        Sequence::prompt_response(&e.prompt, &e.yes),
-                        Sequence::prompt_response(&e.prompt, &e.no),
-                    ]
-                })
-                .collect();
-            let b = batch(&sequences, self.pad, self.device)?;
-            let sums = answer_log_probs(&compute, &b)?;
-            p.extend(sums.chunks(2).map(|pair| sigmoid(pair[0] - pair[1])));
-        }
-        Ok(p)
-    }
-}
-
-/// Each row's summed log-probability of its trainable tokens.
-fn answer_log_probs(model: &Decoder, b: &SequenceBatch) -> Result<Vec<f64>> {
-    let pass = policy_log_probs(model, b, Backward::Fastest)?;
-    let summed = (pass.values * &b.loss_mask)?.sum(1)?;
-    Ok(summed
-        .to_vec1::<f32>()?
-        .into_iter()
-        .map(f64::from)
-        .collect())
-}
-
-fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
 }
 
 /// Draws training batches: shuffled epochs, or half from each class.

@@ -12,6 +12,7 @@
 
 mod fit;
 pub mod metrics;
+mod score;
 
 pub use fit::{HeldoutVerdict, VerifierReport, train_verifier};
 pub use metrics::{ClassMetrics, VerdictMetrics, verdict_metrics};
@@ -151,6 +152,22 @@ pub fn split_by_group(
         .partition(|e| !heldout.contains(&e.group)))
 }
 
+/// The examples without repeats (the same query ids and label as an
+/// earlier one), and how many were dropped. A policy's runs often answer a
+/// question alike; a repeat would weigh twice in training and, held out,
+/// twice in the report. The same query labelled both ways is kept: that
+/// disagreement is the labels' own.
+pub fn distinct(examples: Vec<VerdictExample>) -> (Vec<VerdictExample>, usize) {
+    let before = examples.len();
+    let mut seen = std::collections::HashSet::new();
+    let kept: Vec<VerdictExample> = examples
+        .into_iter()
+        .filter(|e| seen.insert((e.prompt.clone(), e.target().to_vec())))
+        .collect();
+    let dropped = before - kept.len();
+    (kept, dropped)
+}
+
 /// Refuses training examples that cannot teach a verifier: none, one class
 /// only, or an empty answer.
 pub fn check_examples(train: &[VerdictExample]) -> Result<()> {
@@ -217,6 +234,24 @@ mod tests {
         let err = split_by_group(vec![example("a", true)], 0.5, 0).unwrap_err();
         assert!(err.to_string().contains("at least two groups"), "{err}");
         assert!(split_by_group(vec![], 1.0, 0).is_err());
+    }
+
+    #[test]
+    fn repeated_queries_count_once_unless_their_labels_differ() {
+        let mut examples = vec![
+            example("a", true),
+            example("a", true),
+            example("b", false),
+            example("a", false),
+        ];
+        examples[2].prompt = vec![9];
+        let (kept, dropped) = distinct(examples);
+        assert_eq!(dropped, 1);
+        let kept: Vec<(Vec<u32>, bool)> = kept.into_iter().map(|e| (e.prompt, e.met)).collect();
+        assert_eq!(
+            kept,
+            vec![(vec![1, 2], true), (vec![9], false), (vec![1, 2], false)]
+        );
     }
 
     #[test]

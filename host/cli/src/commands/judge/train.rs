@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use verifine_base::PluginSpec;
 use verifine_judge::config::{LocalConfig, PromptTemplate};
 use verifine_judge::local::LocalBackend;
-use verifine_train::config::ModelSize;
+use verifine_train::config::{FreezeConfig, ModelSize};
 use verifine_train::model::{LoraConfig, LoraModule};
 use verifine_train::optim::OptimConfig;
 use verifine_train::verifier::{
@@ -55,6 +55,10 @@ pub struct TrainArgs {
     /// LoRA rank (alpha is twice it; every projection adapted).
     #[arg(long, default_value_t = 16)]
     pub lora_r: usize,
+    /// Keep the first this many blocks fixed: adapters go on the blocks
+    /// above, and the backward pass stops at them (a step costs less).
+    #[arg(long, default_value_t = 0)]
+    pub freeze_layers: usize,
     /// How the classes are evened out in the loss.
     #[arg(long, value_enum, default_value_t = Balance::Weighted)]
     pub balance: Balance,
@@ -141,6 +145,10 @@ pub fn train(args: &TrainArgs) -> Result<VerifierReport> {
                 dropout: 0.0,
                 target_modules: LoraModule::ALL.to_vec(),
             }),
+            freeze: FreezeConfig {
+                embeddings: true,
+                layers: args.freeze_layers,
+            },
             ..ModelSize::default()
         },
         steps: args.steps,
@@ -192,7 +200,7 @@ fn report_markdown(args: &TrainArgs, report: &VerifierReport) -> String {
         .map(|p| p.display().to_string())
         .collect();
     let mut text = format!(
-        "# Verifier: {}\n\nLabels: {} ({:?}); rubric `{}`, {}. \
+        "# Verifier: {}\n\nLabels: {} ({:?}); rubric `{}`, {}. {} repeated rows dropped; \
          {} training examples ({} met), {} held out by question. \
          Classes: {:?}. {} steps in {:.0} s; loss {} → {}.\n\n",
         report.from,
@@ -204,6 +212,7 @@ fn report_markdown(args: &TrainArgs, report: &VerifierReport) -> String {
         } else {
             "reference-free"
         },
+        report.repeats,
         report.train_examples,
         report.train_met,
         report.heldout_examples,

@@ -109,6 +109,8 @@ pub(crate) struct Tape {
     batch: usize,
     seq: usize,
     ids: Vec<u32>,
+    /// The tapes of the blocks from [`first_trained_block`] up: below it
+    /// no gradient is wanted, so nothing is kept.
     layers: Vec<layer::LayerTape>,
     head: head::HeadTape,
 }
@@ -157,11 +159,14 @@ pub(crate) fn forward(decoder: &Decoder, batch: &Batch) -> Result<(Vec<f32>, Tap
     }
     let (cos, sin) = (Held::of(&decoder.cos)?, Held::of(&decoder.sin)?);
     let tables = (cos.slice()?, sin.slice()?);
-    let mut layers = Vec::with_capacity(decoder.blocks.len());
-    for block in &decoder.blocks {
+    let first_trained = first_trained_block(decoder);
+    let mut layers = Vec::with_capacity(decoder.blocks.len() - first_trained);
+    for (index, block) in decoder.blocks.iter().enumerate() {
         let weights = layer::BlockWeights::of(block)?;
         let (output, tape) = layer::forward(&weights, sizes, x, batch.keys, tables)?;
-        layers.push(tape);
+        if index >= first_trained {
+            layers.push(tape);
+        }
         x = output;
     }
     let (log_probs, head) = head::forward(decoder, sizes, x, batch)?;
@@ -194,7 +199,9 @@ pub(crate) fn backward(
     let mut grad = head::backward(decoder, sizes, tape.head, grad_log_probs, &mut grads)?;
     let (cos, sin) = (Held::of(&decoder.cos)?, Held::of(&decoder.sin)?);
     let tables = (cos.slice()?, sin.slice()?);
-    for (block, layer_tape) in decoder.blocks.iter().zip(tape.layers).rev() {
+    // The tapes start at the first trained block; the gradient stops there.
+    let trained = &decoder.blocks[decoder.blocks.len() - tape.layers.len()..];
+    for (block, layer_tape) in trained.iter().zip(tape.layers).rev() {
         let weights = layer::BlockWeights::of(block)?;
         layer::backward(&weights, sizes, layer_tape, &mut grad, tables, &mut grads)?;
     }
@@ -214,6 +221,25 @@ pub(crate) fn backward(
         grads.push((decoder.embed.clone(), embed_grad));
     }
     Ok(grads)
+}
+
+/// The lowest block a gradient must reach: the first with a trained
+/// weight or adapter, or 0 when the embedding trains. With the lower
+/// blocks frozen (LoRA on the top ones) the backward pass ends there,
+/// which is most of a verifier's training time saved.
+fn first_trained_block(decoder: &Decoder) -> usize {
+    if !decoder.embed_frozen {
+        return 0;
+    }
+    decoder
+        .blocks
+        .iter()
+        .position(|b| {
+            [&b.q, &b.k, &b.v, &b.o, &b.gate, &b.up, &b.down]
+                .iter()
+                .any(|l| !l.frozen || l.adapter.is_some())
+        })
+        .unwrap_or(decoder.blocks.len())
 }
 
 fn sizes(decoder: &Decoder, batch: usize, seq: usize) -> layer::Sizes {

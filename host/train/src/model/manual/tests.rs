@@ -152,9 +152,8 @@ fn frozen_weights_get_no_gradient() {
     }
 }
 
-#[test]
-fn lora_adapters_on_frozen_projections_match_autograd() {
-    let (mut model, varmap) = model(ModelConfig::tiny(VOCAB), 6);
+/// Rank-3 adapters on q, v and down of `layers`, their base weights frozen.
+fn attach_adapters(model: &mut Decoder, varmap: &VarMap, layers: std::ops::Range<usize>) {
     let init = candle_nn::Init::Randn {
         mean: 0.0,
         stdev: 0.3,
@@ -163,8 +162,9 @@ fn lora_adapters_on_frozen_projections_match_autograd() {
         let dtype = candle_core::DType::F32;
         varmap.get(shape, &name, init, dtype, &Device::Cpu).unwrap()
     };
-    for (l, block) in model.blocks.iter_mut().enumerate() {
-        // Attention and MLP projections of every shape, rank 3, base frozen.
+    for l in layers {
+        let block = &mut model.blocks[l];
+        // Attention and MLP projections of every shape.
         for (name, linear) in [
             ("q", &mut block.q),
             ("v", &mut block.v),
@@ -179,8 +179,63 @@ fn lora_adapters_on_frozen_projections_match_autograd() {
             linear.frozen = true;
         }
     }
+}
+
+#[test]
+fn lora_adapters_on_frozen_projections_match_autograd() {
+    let (mut model, varmap) = model(ModelConfig::tiny(VOCAB), 6);
+    attach_adapters(&mut model, &varmap, 0..2);
     assert!(super::supports(&model));
     assert_matches_autograd(&model, &varmap);
+}
+
+#[test]
+fn a_backward_pass_over_frozen_lower_blocks_stops_at_the_first_trained_one() {
+    let config = ModelConfig {
+        num_layers: 4,
+        ..ModelConfig::tiny(VOCAB)
+    };
+    let (mut model, varmap) = model(config, 7);
+    attach_adapters(&mut model, &varmap, 2..4);
+    for block in &mut model.blocks[..2] {
+        for linear in [
+            &mut block.q,
+            &mut block.k,
+            &mut block.v,
+            &mut block.o,
+            &mut block.gate,
+            &mut block.up,
+            &mut block.down,
+        ] {
+            linear.frozen = true;
+        }
+    }
+    assert_eq!(
+        super::first_trained_block(&model),
+        0,
+        "the embedding trains"
+    );
+    model.embed_frozen = true;
+    assert_eq!(super::first_trained_block(&model), 2);
+    let batch = conversations();
+    let (manual_values, manual) = loss_and_grads(&model, &batch, Backward::Fastest);
+    let (reference_values, reference) = loss_and_grads(&model, &batch, Backward::Autograd);
+    for (m, r) in manual_values.iter().zip(&reference_values) {
+        assert!(
+            (m - r).abs() < 1e-4,
+            "log-prob {m} by hand, {r} by autograd"
+        );
+    }
+    for (name, var) in sorted_vars(&varmap) {
+        let by_hand = manual.get(var.as_tensor());
+        if name.contains("lora") {
+            let (m, r) = (by_hand.unwrap(), reference.get(var.as_tensor()).unwrap());
+            let gap = relative_gap(m, r);
+            assert!(gap < 1e-3, "{name}: gradients differ by {gap}");
+        } else if name.starts_with("layers.0.") || name.starts_with("layers.1.") {
+            assert!(by_hand.is_none(), "{name}: below the trained blocks");
+        }
+    }
 }
 
 #[test]
