@@ -123,30 +123,9 @@ pub fn policy_log_probs<'a>(
             manual: None,
         });
     }
-    let (rows, seq) = batch.input.dims2()?;
-    let flat_u32 = |t: &Tensor| -> Result<Vec<u32>> {
-        Ok(t.flatten_all()?.to_dtype(DType::U32)?.to_vec1::<u32>()?)
-    };
-    let keys: Vec<bool> = flat_u32(&batch.key_mask)?.iter().map(|&k| k != 0).collect();
-    let wanted: Vec<bool> = batch
-        .loss_mask
-        .flatten_all()?
-        .to_vec1::<f32>()?
-        .iter()
-        .map(|&m| m != 0.0)
-        .collect();
-    let (ids, targets) = (flat_u32(&batch.input)?, flat_u32(&batch.targets)?);
-    let (values, tape) = manual::forward(
-        model,
-        &manual::Batch {
-            batch: rows,
-            seq,
-            ids: &ids,
-            keys: &keys,
-            targets: &targets,
-            wanted: &wanted,
-        },
-    )?;
+    let flat = FlatBatch::of(batch)?;
+    let (values, tape) = manual::forward(model, &flat.view())?;
+    let (rows, seq) = (flat.rows, flat.seq);
     // A variable, so that the loss's backward pass stops at it with its
     // gradient; the hand-written pass goes on from there.
     let values = Tensor::from_vec(values, (rows, seq), batch.input.device())?;
@@ -155,6 +134,66 @@ pub fn policy_log_probs<'a>(
         values,
         manual: Some((model, tape)),
     })
+}
+
+/// The next-token distribution (over the whole vocabulary) at each
+/// position `batch`'s loss mask marks, rows in order, `[marked · vocab]`;
+/// `None` where the hand-written pass does not cover `model`. One pass
+/// reads a choice among single tokens (a verifier's YES or NO) at once.
+pub fn marked_distributions(model: &Decoder, batch: &SequenceBatch) -> Result<Option<Vec<f32>>> {
+    if !manual::supports(model) {
+        return Ok(None);
+    }
+    let flat = FlatBatch::of(batch)?;
+    let (_, tape) = manual::forward(model, &flat.view())?;
+    Ok(Some(tape.into_wanted_distributions()))
+}
+
+/// A batch flattened as the hand-written pass reads it.
+struct FlatBatch {
+    rows: usize,
+    seq: usize,
+    ids: Vec<u32>,
+    keys: Vec<bool>,
+    targets: Vec<u32>,
+    wanted: Vec<bool>,
+}
+
+impl FlatBatch {
+    fn of(batch: &SequenceBatch) -> Result<Self> {
+        let (rows, seq) = batch.input.dims2()?;
+        let flat_u32 = |t: &Tensor| -> Result<Vec<u32>> {
+            Ok(t.flatten_all()?.to_dtype(DType::U32)?.to_vec1::<u32>()?)
+        };
+        let keys: Vec<bool> = flat_u32(&batch.key_mask)?.iter().map(|&k| k != 0).collect();
+        let wanted: Vec<bool> = batch
+            .loss_mask
+            .flatten_all()?
+            .to_vec1::<f32>()?
+            .iter()
+            .map(|&m| m != 0.0)
+            .collect();
+        let (ids, targets) = (flat_u32(&batch.input)?, flat_u32(&batch.targets)?);
+        Ok(FlatBatch {
+            rows,
+            seq,
+            ids,
+            keys,
+            targets,
+            wanted,
+        })
+    }
+
+    fn view(&self) -> manual::Batch<'_> {
+        manual::Batch {
+            batch: self.rows,
+            seq: self.seq,
+            ids: &self.ids,
+            keys: &self.keys,
+            targets: &self.targets,
+            wanted: &self.wanted,
+        }
+    }
 }
 
 impl PolicyLogProbs<'_> {

@@ -3,9 +3,11 @@
 
 use super::{VerdictExample, VerifierConfig};
 use crate::error::Result;
-use crate::model::{Decoder, KvCache};
-use crate::sequences::{Backward, Sequence, SequenceBatch, batch, policy_log_probs};
-use candle_core::{DType, Device, Tensor};
+use crate::model::Decoder;
+use crate::sequences::{
+    Backward, Sequence, SequenceBatch, batch, marked_distributions, policy_log_probs,
+};
+use candle_core::Device;
 
 /// Scores examples: P(YES) renormalised over the two answers.
 pub(super) struct Scorer<'a> {
@@ -18,33 +20,48 @@ pub(super) struct Scorer<'a> {
 impl Scorer<'_> {
     /// Scoring records no graph and keeps no tape: the adapters are folded
     /// into a copy. Single-token answers (YES and NO, as chat models spell
-    /// them) take one pass of the prompt and compare the two logits at its
-    /// end; longer answers are summed over a prompt-and-answer pass each.
+    /// them) take one pass of the prompt, the two read off the next-token
+    /// distribution at its end; longer answers are summed over a
+    /// prompt-and-answer pass each.
     pub fn p_yes(&self, model: &Decoder, examples: &[VerdictExample]) -> Result<Vec<f64>> {
         let compute = model.cast(self.config.model.compute_dtype)?;
-        let sampling = compute.for_sampling()?;
+        let frozen = compute.frozen_copy()?;
         let mut p = Vec::with_capacity(examples.len());
         for chunk in examples.chunk_by(|a, b| one_token(a) == one_token(b)) {
             match one_token(&chunk[0]) {
-                true => {
-                    for e in chunk {
-                        p.push(self.one_pass(&sampling, e)?);
-                    }
-                }
-                false => p.extend(self.two_passes(&compute.frozen_copy()?, chunk)?),
+                true => p.extend(self.one_pass(&frozen, chunk)?),
+                false => p.extend(self.two_passes(&frozen, chunk)?),
             }
         }
         Ok(p)
     }
 
-    fn one_pass(&self, model: &Decoder, e: &VerdictExample) -> Result<f64> {
-        let ids = Tensor::new(e.prompt.as_slice(), self.device)?.unsqueeze(0)?;
-        let logits = model.next_token_logits(&ids, None, &mut KvCache::default())?;
-        let logits = logits.squeeze(0)?.to_dtype(DType::F32)?;
-        let at = |id: u32| -> Result<f64> {
-            Ok(f64::from(logits.get(id as usize)?.to_scalar::<f32>()?))
-        };
-        Ok(sigmoid(at(e.yes[0])? - at(e.no[0])?))
+    fn one_pass(&self, model: &Decoder, examples: &[VerdictExample]) -> Result<Vec<f64>> {
+        let mut p = Vec::with_capacity(examples.len());
+        for chunk in examples.chunks(self.batch_size) {
+            let sequences: Vec<Sequence> = chunk
+                .iter()
+                .map(|e| Sequence::prompt_response(&e.prompt, &e.yes))
+                .collect();
+            let b = batch(&sequences, self.pad, self.device)?;
+            let Some(distributions) = marked_distributions(model, &b)? else {
+                // Outside the hand-written pass (biases, a GPU, bf16).
+                p.extend(self.two_passes(model, chunk)?);
+                continue;
+            };
+            let vocab = distributions.len() / chunk.len();
+            for (e, row) in chunk.iter().zip(distributions.chunks_exact(vocab)) {
+                let (yes, no) = (row[e.yes[0] as usize], row[e.no[0] as usize]);
+                let (yes, no) = (f64::from(yes), f64::from(no));
+                // No mass on either answer: no preference either way.
+                p.push(if yes + no > 0.0 {
+                    yes / (yes + no)
+                } else {
+                    0.5
+                });
+            }
+        }
+        Ok(p)
     }
 
     fn two_passes(&self, model: &Decoder, examples: &[VerdictExample]) -> Result<Vec<f64>> {
@@ -87,4 +104,42 @@ fn answer_log_probs(model: &Decoder, b: &SequenceBatch) -> Result<Vec<f64>> {
 
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelConfig;
+    use candle_nn::VarMap;
+
+    #[test]
+    fn one_pass_over_the_prompt_reads_what_two_answer_passes_sum() {
+        let varmap = VarMap::new();
+        let model = Decoder::new(ModelConfig::tiny(23), &varmap, &Device::Cpu).unwrap();
+        let examples: Vec<VerdictExample> = (0..5u32)
+            .map(|i| VerdictExample {
+                group: format!("q{i}"),
+                source: format!("x:{i}"),
+                prompt: (0..3 + i).map(|t| (t * 7 + i) % 20 + 1).collect(),
+                yes: vec![21],
+                no: vec![22],
+                met: i % 2 == 0,
+            })
+            .collect();
+        let config = VerifierConfig::default();
+        let scorer = Scorer {
+            pad: 0,
+            device: &Device::Cpu,
+            batch_size: 2,
+            config: &config,
+        };
+        let frozen = model.frozen_copy().unwrap();
+        let one = scorer.one_pass(&frozen, &examples).unwrap();
+        let two = scorer.two_passes(&frozen, &examples).unwrap();
+        assert_eq!(scorer.p_yes(&model, &examples).unwrap(), one);
+        for (a, b) in one.iter().zip(&two) {
+            assert!((a - b).abs() < 1e-5, "one pass {a}, two passes {b}");
+        }
+        assert!(one.iter().any(|p| (p - 0.5).abs() > 1e-3), "{one:?}");
+    }
 }

@@ -24,6 +24,13 @@ pub(super) struct HeadTape {
     targets: Vec<u32>,
 }
 
+impl HeadTape {
+    /// The softmax of each wanted row's logits, `[active · vocab]`.
+    pub(super) fn into_probs(self) -> Vec<f32> {
+        self.probs.to_vec()
+    }
+}
+
 /// The output projection: the untied head, or the embedding.
 fn head_weight(decoder: &Decoder) -> &candle_core::Tensor {
     decoder.lm_head.as_ref().unwrap_or(&decoder.embed)

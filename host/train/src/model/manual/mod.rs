@@ -115,6 +115,14 @@ pub(crate) struct Tape {
     head: head::HeadTape,
 }
 
+impl Tape {
+    /// The softmax over the vocabulary at each wanted position, in batch
+    /// order (`[wanted · vocab]`).
+    pub(crate) fn into_wanted_distributions(self) -> Vec<f32> {
+        self.head.into_probs()
+    }
+}
+
 /// The log-probabilities of `batch`'s targets under `decoder` (`[batch ·
 /// seq]`; 0 where not wanted), and the tape for [`backward`].
 pub(crate) fn forward(decoder: &Decoder, batch: &Batch) -> Result<(Vec<f32>, Tape)> {
