@@ -19,10 +19,11 @@ pub(super) struct Scorer<'a> {
 
 impl Scorer<'_> {
     /// Scoring records no graph and keeps no tape: the adapters are folded
-    /// into a copy. Single-token answers (YES and NO, as chat models spell
-    /// them) take one pass of the prompt, the two read off the next-token
-    /// distribution at its end; longer answers are summed over a
-    /// prompt-and-answer pass each.
+    /// into a copy. Where one answer is a single token (NO, where YES is
+    /// `Y`+`ES`), one pass of the prompt and the longer answer reads both:
+    /// the longer token by token, the short one off the distribution after
+    /// the prompt. Other answers are summed over a prompt-and-answer pass
+    /// each.
     pub fn p_yes(&self, model: &Decoder, examples: &[VerdictExample]) -> Result<Vec<f64>> {
         let compute = model.cast(self.config.model.compute_dtype)?;
         let frozen = compute.frozen_copy()?;
@@ -39,9 +40,10 @@ impl Scorer<'_> {
     fn one_pass(&self, model: &Decoder, examples: &[VerdictExample]) -> Result<Vec<f64>> {
         let mut p = Vec::with_capacity(examples.len());
         for chunk in examples.chunks(self.batch_size) {
+            // Each prompt followed by its longer answer.
             let sequences: Vec<Sequence> = chunk
                 .iter()
-                .map(|e| Sequence::prompt_response(&e.prompt, &e.yes))
+                .map(|e| Sequence::prompt_response(&e.prompt, longer(e)))
                 .collect();
             let b = batch(&sequences, self.pad, self.device)?;
             let Some(distributions) = marked_distributions(model, &b)? else {
@@ -49,15 +51,24 @@ impl Scorer<'_> {
                 p.extend(self.two_passes(model, chunk)?);
                 continue;
             };
-            let vocab = distributions.len() / chunk.len();
-            for (e, row) in chunk.iter().zip(distributions.chunks_exact(vocab)) {
-                let (yes, no) = (row[e.yes[0] as usize], row[e.no[0] as usize]);
-                let (yes, no) = (f64::from(yes), f64::from(no));
+            let marked: usize = chunk.iter().map(|e| longer(e).len()).sum();
+            let vocab = distributions.len() / marked;
+            let mut rows = distributions.chunks_exact(vocab);
+            for e in chunk {
+                let rows: Vec<&[f32]> = rows.by_ref().take(longer(e).len()).collect();
+                // The longer answer token by token; the one-token answer
+                // from the distribution after the prompt.
+                let ln = |row: &[f32], id: u32| f64::from(row[id as usize]).ln();
+                let long: f64 = rows.iter().zip(longer(e)).map(|(r, &id)| ln(r, id)).sum();
+                let short = ln(rows[0], shorter(e)[0]);
+                let (yes, no) = match e.yes.len() >= e.no.len() {
+                    true => (long, short),
+                    false => (short, long),
+                };
                 // No mass on either answer: no preference either way.
-                p.push(if yes + no > 0.0 {
-                    yes / (yes + no)
-                } else {
-                    0.5
+                p.push(match yes.max(no) {
+                    m if m == f64::NEG_INFINITY => 0.5,
+                    _ => sigmoid(yes - no),
                 });
             }
         }
@@ -86,9 +97,27 @@ impl Scorer<'_> {
     }
 }
 
-/// Whether both answers are one token, and different ones.
+/// Whether one pass reads both answers: one of them is a single token,
+/// and they start differently (YES and NO in any chat model's spelling).
 fn one_token(e: &VerdictExample) -> bool {
-    e.yes.len() == 1 && e.no.len() == 1 && e.yes != e.no
+    let (yes, no) = (e.yes.first(), e.no.first());
+    (e.yes.len() == 1 || e.no.len() == 1) && yes.is_some() && no.is_some() && yes != no
+}
+
+fn longer(e: &VerdictExample) -> &[u32] {
+    if e.yes.len() >= e.no.len() {
+        &e.yes
+    } else {
+        &e.no
+    }
+}
+
+fn shorter(e: &VerdictExample) -> &[u32] {
+    if e.yes.len() >= e.no.len() {
+        &e.no
+    } else {
+        &e.yes
+    }
 }
 
 /// Each row's summed log-probability of its trainable tokens.
@@ -113,7 +142,7 @@ mod tests {
     use candle_nn::VarMap;
 
     #[test]
-    fn one_pass_over_the_prompt_reads_what_two_answer_passes_sum() {
+    fn one_pass_with_the_longer_answer_reads_what_two_answer_passes_sum() {
         let varmap = VarMap::new();
         let model = Decoder::new(ModelConfig::tiny(23), &varmap, &Device::Cpu).unwrap();
         let examples: Vec<VerdictExample> = (0..5u32)
@@ -121,8 +150,9 @@ mod tests {
                 group: format!("q{i}"),
                 source: format!("x:{i}"),
                 prompt: (0..3 + i).map(|t| (t * 7 + i) % 20 + 1).collect(),
-                yes: vec![21],
-                no: vec![22],
+                // YES in two tokens, or NO: either may be the longer.
+                yes: if i % 2 == 0 { vec![21, 5] } else { vec![21] },
+                no: if i % 2 == 0 { vec![22] } else { vec![22, 6] },
                 met: i % 2 == 0,
             })
             .collect();
