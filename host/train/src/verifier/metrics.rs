@@ -1,8 +1,9 @@
 //! How good a YES/NO verifier is on labelled verdicts: accuracy against the
 //! base rate, balanced accuracy (the mean of the two recalls, which a
 //! verifier answering YES to everything cannot lift above 0.5), precision
-//! and recall per class, and the expected calibration error of its
-//! confidence.
+//! and recall per class, the expected calibration error of its
+//! confidence, and the ROC AUC of P(YES) (how well it ranks, whatever the
+//! threshold).
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,11 @@ pub struct VerdictMetrics {
     pub ece: f64,
     /// Mean P(YES) given, against `base_rate`: a verifier leaning one way.
     pub mean_p_yes: f64,
+    /// The chance that a met example gets a higher P(YES) than an unmet
+    /// one (ties count half): 0.5 ranks at random, 1 separates the
+    /// classes at some threshold. `None` with one class only.
+    #[serde(default)]
+    pub auc: Option<f64>,
 }
 
 /// Scores `p_yes[i]` (the verifier's probability that example `i` is met)
@@ -79,7 +85,35 @@ pub fn verdict_metrics(p_yes: &[f64], met: &[bool]) -> Option<VerdictMetrics> {
         no,
         ece: expected_calibration_error(p_yes, met),
         mean_p_yes: p_yes.iter().sum::<f64>() / n as f64,
+        auc: roc_auc(p_yes, met),
     })
+}
+
+/// The Mann-Whitney form of the ROC AUC: over the examples sorted by P(YES),
+/// the met ones' mean rank (ties share their mean rank).
+fn roc_auc(p_yes: &[f64], met: &[bool]) -> Option<f64> {
+    let positives = met.iter().filter(|&&m| m).count();
+    let negatives = met.len() - positives;
+    if positives == 0 || negatives == 0 {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..p_yes.len()).collect();
+    order.sort_by(|&a, &b| p_yes[a].total_cmp(&p_yes[b]));
+    let mut rank_sum = 0.0;
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        while end < order.len() && p_yes[order[end]] == p_yes[order[start]] {
+            end += 1;
+        }
+        // Ranks start + 1 ..= end share their mean.
+        let mean_rank = (start + 1 + end) as f64 / 2.0;
+        let met_here = order[start..end].iter().filter(|&&i| met[i]).count();
+        rank_sum += mean_rank * met_here as f64;
+        start = end;
+    }
+    let (p, n) = (positives as f64, negatives as f64);
+    Some((rank_sum - p * (p + 1.0) / 2.0) / (p * n))
 }
 
 /// Σ over bins of (bin share) × |accuracy − mean confidence|, where an
@@ -150,9 +184,23 @@ mod tests {
     }
 
     #[test]
+    fn the_auc_counts_ordered_pairs_and_ties_half() {
+        // Met at 0.9 and 0.4, unmet at 0.6 and 0.1: 3 of 4 pairs ordered.
+        let m = verdict_metrics(&[0.9, 0.4, 0.6, 0.1], &[true, true, false, false]).unwrap();
+        assert_eq!(m.auc, Some(0.75));
+        // A constant verifier ranks nothing: every pair a tie.
+        let flat = verdict_metrics(&[0.3; 4], &[true, false, true, false]).unwrap();
+        assert_eq!(flat.auc, Some(0.5));
+        // Separated at some threshold, though every verdict is NO.
+        let low = verdict_metrics(&[0.4, 0.2, 0.1], &[true, false, false]).unwrap();
+        assert_eq!((low.auc, low.accuracy), (Some(1.0), 2.0 / 3.0));
+    }
+
+    #[test]
     fn one_class_only_leaves_the_other_recall_undefined() {
         let m = verdict_metrics(&[0.2, 0.7], &[false, false]).unwrap();
         assert_eq!(m.yes.recall, None);
         assert_eq!(m.balanced_accuracy, 0.5, "the NO recall alone");
+        assert_eq!(m.auc, None);
     }
 }

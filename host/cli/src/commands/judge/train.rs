@@ -177,12 +177,13 @@ pub fn one_line(report: &VerifierReport) -> String {
     match (&report.before, &report.after) {
         (Some(before), Some(after)) => format!(
             "held-out accuracy {:.3} (untrained {:.3}, base rate {:.3}), balanced {:.3}, \
-             ECE {:.3}; {} steps in {:.0} s",
+             ECE {:.3}, AUC {}; {} steps in {:.0} s",
             after.accuracy,
             before.accuracy,
             after.base_rate,
             after.balanced_accuracy,
             after.ece,
+            fmt(after.auc),
             report.steps,
             report.train_seconds
         ),
@@ -224,7 +225,7 @@ fn report_markdown(args: &TrainArgs, report: &VerifierReport) -> String {
     );
     let examples = report.after.as_ref().map_or(0, |m| m.examples);
     text += &format!("| held out ({examples} examples) | untrained | trained |\n|---|---|---|\n");
-    let rows: [(&str, Measure); 8] = [
+    let rows: [(&str, Measure); 9] = [
         ("base rate (share met)", |m| Some(m.base_rate)),
         ("accuracy", |m| Some(m.accuracy)),
         ("balanced accuracy", |m| Some(m.balanced_accuracy)),
@@ -233,6 +234,7 @@ fn report_markdown(args: &TrainArgs, report: &VerifierReport) -> String {
         ("NO precision", |m| m.no.precision),
         ("NO recall", |m| m.no.recall),
         ("ECE", |m| Some(m.ece)),
+        ("ROC AUC of P(YES)", |m| m.auc),
     ];
     for (name, value) in rows {
         let cell = |m: &Option<VerdictMetrics>| fmt(m.as_ref().and_then(value));
