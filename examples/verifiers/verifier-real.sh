@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The trained verifier of screen-real.toml: SmolLM2-135M-Instruct
+# The trained verifier of screen-verifier.toml: SmolLM2-135M-Instruct
 # LoRA-tuned by `verifine judge train` into a reference-free YES/NO judge of
 # GSM8K solutions, on the labelled model solutions *outside* the screen's
 # slice (questions 31-300, four solutions each; a quarter of those
 # questions held out for its own report). It lands in
-# models/verifier-smollm2, where judges-real.toml looks for it.
+# models/verifier-smollm2, where judges-verifier.toml (screen-verifier.toml)
+# looks for it.
 #
 #   examples/verifiers/verifier-real.sh [extra `verifine judge train` flags]
 #
