@@ -10,7 +10,8 @@
 #   examples/verifiers/verifier-real.sh [extra `verifine judge train` flags]
 #
 # Default: lr 1e-3, batches of 8, the first 22 of 30 blocks frozen, at most
-# 1 200 training seconds (300 steps).
+# 1 200 training seconds (300 steps); the longest solutions need 2 048
+# tokens of context.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 models/fetch.sh smollm2 >/dev/null
@@ -21,7 +22,7 @@ mkdir -p "$out"
 tail -n +31 ../shared/data/gsm8k/model_solutions.jsonl > "$out/labels.jsonl"
 flags=("$@")
 [ ${#flags[@]} -gt 0 ] || flags=(--steps 300 --batch-size 8 --learning-rate 1e-3 \
-    --freeze-layers 22 --max-seconds 1200)
+    --freeze-layers 22 --max-seconds 1200 --max-seq-len 2048)
 target/release/verifine judge train \
     --model models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
     --format gsm8k-solutions --labels "$out/labels.jsonl" \

@@ -239,12 +239,26 @@ pub(crate) fn with_reference_in_item(sample: &Sample) -> Sample {
     {
         for item in items {
             if let Some(text) = item["criterion"].as_str() {
-                item["criterion"] = format!("{text} The reference answer is: {reference}.").into();
+                let answer = stated_answer(&reference);
+                item["criterion"] = format!("{text} The reference answer is: {answer}.").into();
             }
         }
         sample.context = context.to_string();
     }
     sample
+}
+
+/// What a reference-guided item names: the reference's final answer where
+/// its last line marks one (GSM8K's `#### 18`, the model-solutions file's
+/// `A: 18`), else the whole reference. Told that a worked solution is "the
+/// reference answer", a judge compares wording; told the number, answers.
+fn stated_answer(reference: &str) -> &str {
+    let last = reference.trim_end().lines().last().unwrap_or("").trim();
+    ["####", "A:"]
+        .iter()
+        .find_map(|marker| last.strip_prefix(marker).map(str::trim))
+        .filter(|answer| !answer.is_empty())
+        .unwrap_or(reference)
 }
 
 impl VerifierRun {
@@ -406,5 +420,17 @@ mod tests {
             format!("{GSM8K_ITEM} The reference answer is: 4.")
         );
         assert_eq!(item(&guided.samples[1]), GSM8K_ITEM);
+    }
+
+    #[test]
+    fn a_worked_reference_is_stated_by_its_final_answer() {
+        let gsm8k =
+            "She sells 16 - 3 - 4 = <<16-3-4=9>>9 eggs.\nShe makes 9 * 2 = $<<9*2=18>>18.\nA: 18";
+        assert_eq!(stated_answer(gsm8k), "18");
+        assert_eq!(stated_answer("8 * 2 = 16\n16 + 8 = 24\n#### 24\n"), "24");
+        // No marked final answer, or an empty one: the whole reference.
+        assert_eq!(stated_answer("42"), "42");
+        assert_eq!(stated_answer("x = 3\n####"), "x = 3\n####");
+        assert_eq!(stated_answer("Answer: 7"), "Answer: 7");
     }
 }
