@@ -49,6 +49,20 @@ impl AnnotatorConfig {
             ..self.clone()
         }
     }
+
+    /// The loop's annotator at a loop seed (`[evolve] seed`): its noise
+    /// drawn from `seed` mixed with the loop seed, so that runs at several
+    /// loop seeds label with other draws; unchanged without one. The frozen
+    /// test set's annotator ([`Self::independent`]) never depends on it.
+    pub fn under_loop_seed(&self, loop_seed: Option<u64>) -> AnnotatorConfig {
+        match loop_seed {
+            Some(loop_seed) => AnnotatorConfig {
+                seed: self.seed ^ loop_seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                ..self.clone()
+            },
+            None => self.clone(),
+        }
+    }
 }
 
 /// The quality of a response as the gold solution shows it, per dimension:

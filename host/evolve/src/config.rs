@@ -55,6 +55,14 @@ pub enum Labeller {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EvolveConfig {
+    /// The loop's own seed: the policy's sampled answers (failure discovery,
+    /// curriculum assessment, queries, selection), the rounds' prompt draws
+    /// and rollouts, and the simulated annotator's noise. The SFT base, the
+    /// problems and the frozen judge test set stay those of `[train] seed`,
+    /// so runs at several loop seeds differ only in the loop
+    /// (`verifine evolve --seeds`). `None`: `[train] seed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Judge-revised rounds after the initial-judge round (R1, R2 …).
     pub rounds: u32,
     /// Steps of every judge-revised round: GRPO steps, or SFT steps in
@@ -123,6 +131,7 @@ pub struct EvolveConfig {
 impl Default for EvolveConfig {
     fn default() -> Self {
         EvolveConfig {
+            seed: None,
             rounds: 3,
             round_steps: 150,
             check_every: 150,
@@ -158,6 +167,11 @@ impl Default for EvolveConfig {
 pub const DEFAULT_CONFIG: &str = include_str!("../../../examples/evolve/evolve.toml");
 
 impl EvolveConfig {
+    /// The loop's seed: `seed`, else `[train] seed`.
+    pub fn loop_seed(&self) -> u64 {
+        self.seed.unwrap_or(self.train.seed)
+    }
+
     /// Parses and validates a config file's text.
     pub fn parse(text: &str) -> Result<Self> {
         let config: EvolveConfig = toml::from_str(text)

@@ -73,8 +73,11 @@ impl Evolve {
         .filter(|p| heldout.iter().all(|h| h.prompt != p.prompt))
         .collect();
         let sampled = n * 3 / 5;
-        let answers =
-            self.newest_answers(&problems[..sampled.min(problems.len())], 1, TEST_STREAM)?;
+        let answers = self.newest_answers_from(
+            &problems[..sampled.min(problems.len())],
+            1,
+            self.config.train.seed ^ TEST_STREAM,
+        )?;
         let mut rng = SplitMix64::new(self.config.train.seed ^ TEST_STREAM);
         let cases: Vec<Case> = problems
             .iter()

@@ -71,6 +71,7 @@ impl Evolve {
         };
         let mut config = self.config.train.clone();
         config.init_from = Some(start);
+        config.sampling_seed = self.config.seed;
         config.pass_at_k = 0;
         let (prompts, sft_targets) = if membership {
             config.sft.steps = steps;
@@ -211,12 +212,25 @@ impl Evolve {
         Ok(scored.into_iter().map(|s| s.total.unwrap_or(0.0)).collect())
     }
 
-    /// Sampled answers of the newest policy, `copies` per problem.
+    /// Sampled answers of the newest policy, `copies` per problem, drawn
+    /// from the loop's seed.
     pub(crate) fn newest_answers(
         &self,
         problems: &[Problem],
         copies: usize,
         stream: u64,
+    ) -> Result<Vec<Vec<String>>> {
+        self.newest_answers_from(problems, copies, self.config.loop_seed() ^ stream)
+    }
+
+    /// Sampled answers of the newest policy, `copies` per problem, drawn
+    /// from `seed` (the frozen test set's are the data's, whatever the
+    /// loop's seed).
+    pub(crate) fn newest_answers_from(
+        &self,
+        problems: &[Problem],
+        copies: usize,
+        seed: u64,
     ) -> Result<Vec<Vec<String>>> {
         let dir = self
             .state
@@ -230,7 +244,7 @@ impl Evolve {
             Sampling::Temperature(g.temperature),
             copies,
             g.max_new_tokens,
-            self.config.train.seed ^ ANSWER_STREAM ^ stream,
+            seed ^ ANSWER_STREAM,
         )?)
     }
 

@@ -198,7 +198,11 @@ pub fn start(
         done: Vec::new(),
         live: initial.clone(),
         revisions: vec![initial],
-        annotator: crate::annotator::Annotator::new("annotator", config.annotator.clone()).state(),
+        annotator: crate::annotator::Annotator::new(
+            "annotator",
+            config.annotator.under_loop_seed(config.seed),
+        )
+        .state(),
         decisions: BTreeMap::new(),
         fired: BTreeMap::new(),
         review: None,

@@ -68,7 +68,7 @@ impl Evolve {
         let heldout: Vec<_> = self.heldout().into_iter().take(problems).collect();
         let policy = verifine_train::Policy::load(&dir, &self.config.train.model)?;
         let g = &self.config.train.grpo;
-        let seed = self.config.train.seed ^ SELECT_STREAM;
+        let seed = self.config.loop_seed() ^ SELECT_STREAM;
         let answers = policy.answer(
             &heldout,
             verifine_train::rollout::Sampling::Temperature(g.temperature),

@@ -26,8 +26,10 @@ pub struct EvolveArgs {
     /// directory that holds one: with a state.json).
     #[arg(long, requires = "run_dir", conflicts_with = "resume")]
     pub overwrite: bool,
-    /// Run the config once per `[train] seed` listed (`0,1,2`), each into
-    /// `<run-dir>/seed-<N>`, and write the report across them (`seeds.md`,
+    /// Run the config once per loop seed listed (`0,1,2`; the config's
+    /// top-level `seed`), each into `<run-dir>/seed-<N>`: the SFT base, the
+    /// problems and the frozen judge test set stay those of `[train] seed`,
+    /// only the loop's sampling, draws and label noise change. Write the report across them (`seeds.md`,
     /// `seeds.json`, `seeds.png`) into the run directory. A seed whose run
     /// finished is read, not run again; one that stopped is resumed.
     #[arg(long, value_delimiter = ',', conflicts_with = "resume")]

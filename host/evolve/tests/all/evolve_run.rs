@@ -345,6 +345,16 @@ fn seeds_run_once_each_and_report_across_them() {
         assert_eq!(rbs, own, "seed {seed}'s column is its own run's table");
     }
     assert!(read(&dir.join("seeds.md")).contains("## Checks"));
+    // A loop seed varies the loop only: the SFT base and the frozen judge
+    // test set are those of `[train] seed`; the sampled answers queried are not.
+    let at = |seed: u64, file: &str| {
+        std::fs::read(dir.join(format!("seed-{seed}")).join(file))
+            .unwrap_or_else(|e| panic!("seed {seed} {file}: {e}"))
+    };
+    assert!(at(0, "base/model.safetensors") == at(1, "base/model.safetensors"));
+    assert!(at(0, "judge/test.jsonl") == at(1, "judge/test.jsonl"));
+    assert_eq!(report.rows[0].rb_per_seed[0], report.rows[0].rb_per_seed[1]);
+    assert!(at(0, "judge/batch-1.jsonl") != at(1, "judge/batch-1.jsonl"));
     // Asked again, finished seeds are read, not run.
     let mut again = Vec::new();
     verifine_evolve::seeds::run(

@@ -307,6 +307,12 @@ impl Default for CheckpointConfig {
 pub struct TrainConfig {
     /// Seeds data, initialization and sampling.
     pub seed: u64,
+    /// Seeds only the draws of training (which prompt or SFT item comes
+    /// next, the rollouts' sampling, pass@k) when set, so that runs can vary
+    /// their sampling over the same data and starting weights (`verifine
+    /// evolve --seeds`). `None`: `seed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling_seed: Option<u64>,
     /// Problem difficulty.
     pub task: TaskConfig,
     /// Training problems generated.
@@ -352,6 +358,7 @@ impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {
             seed: 0,
+            sampling_seed: None,
             task: TaskConfig {
                 max_steps: 2,
                 max_operand: 9,
@@ -374,6 +381,11 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// The seed of training's draws: `sampling_seed`, else `seed`.
+    pub fn effective_sampling_seed(&self) -> u64 {
+        self.sampling_seed.unwrap_or(self.seed)
+    }
+
     /// SFT and GRPO steps together.
     pub fn total_steps(&self) -> usize {
         self.sft.steps + self.grpo.steps

@@ -95,7 +95,7 @@ impl Run {
         let pass_at_k = if with_fv && k > 0 {
             // Its own generator, the same at every evaluation: the before
             // and after figures differ by the policy alone.
-            let mut rng = SplitMix64::new(self.config.seed ^ PASS_AT_K_STREAM);
+            let mut rng = SplitMix64::new(self.config.effective_sampling_seed() ^ PASS_AT_K_STREAM);
             let sampling = Sampling::Temperature(self.config.grpo.temperature);
             Some(self.heldout_solved(sampling, false, k, &mut rng)?.accuracy)
         } else {

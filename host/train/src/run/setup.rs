@@ -200,7 +200,7 @@ impl Run {
         };
         write_jsonl(&run_dir.join("sft_selection.jsonl"), &pool.items)?;
         let optimizer = AdamW::new(sorted_vars(&varmap), config.sft.optim.clone())?;
-        let rng = SplitMix64::new(config.seed ^ SAMPLING_STREAM);
+        let rng = SplitMix64::new(config.effective_sampling_seed() ^ SAMPLING_STREAM);
         let mut run = Run {
             run_dir: run_dir.to_path_buf(),
             device,
