@@ -3,8 +3,9 @@ comparison that differ from one recipe in a few settings.
 
     python3 bench/rl/arm_config.py BASE.toml OUT.toml grpo.steps=0 sft.max_seconds=812.5
 
-A value is read as TOML (`0`, `1e-4`, `"text"`, `true`, `[1, 2]`); a key
-that names no table of BASE is created. The output is plain TOML tables."""
+A value is read as TOML (`0`, `1e-4`, `"text"`, `true`, `[1, 2]`), or is
+`@KEY`: BASE's value at that dotted key (`reward.evaluator=@reward.rubric`);
+a key that names no table of BASE is created. The output is plain TOML tables."""
 
 import json
 import sys
@@ -13,6 +14,15 @@ import tomllib
 
 def value(text: str):
     return tomllib.loads(f"v = {text}")["v"]
+
+
+def copied(config: dict, key: str, item: str):
+    node = config
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise SystemExit(f"arm_config.py: {item!r}: the base has no {key}")
+        node = node[part]
+    return node
 
 
 def scalar(v) -> str:
@@ -46,6 +56,8 @@ def main() -> None:
     base, out_path, overrides = sys.argv[1], sys.argv[2], sys.argv[3:]
     with open(base, "rb") as f:
         config = tomllib.load(f)
+    with open(base, "rb") as f:
+        base_config = tomllib.load(f)
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep:
@@ -56,7 +68,7 @@ def main() -> None:
             node = node.setdefault(t, {})
             if not isinstance(node, dict):
                 raise SystemExit(f"arm_config.py: {key}: {t} is not a table")
-        node[last] = value(text)
+        node[last] = copied(base_config, text[1:], item) if text.startswith("@") else value(text)
     lines: list = []
     write(config, [], lines)
     with open(out_path, "w") as f:

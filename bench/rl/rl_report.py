@@ -2,7 +2,7 @@
 over the same held-out problems, written to RUN/rl-summary.json, printed
 as a table, and drawn as accuracy against training time (RUN/rl-accuracy.svg).
 
-    python3 bench/rl/rl_report.py RUN_DIR --seed N [--arms start,grpo,sft,rft,svr]
+    python3 bench/rl/rl_report.py RUN_DIR --seed N [--arms start,grpo,sft,rft,svr,verifier]
 
 Arms and where their answers are:
   start  RUN/grpo/heldout_answers_sft.jsonl  (after SFT on the easy rung)
@@ -11,6 +11,9 @@ Arms and where their answers are:
   rft    RUN/rft/heldout_answers.jsonl       (control b: rejection sampling)
   svr    RUN/svr/heldout_answers.jsonl       (GRPO with self-verification:
          its pure-run (PR) answers; FV and mean turns from its summary)
+  verifier RUN/verifier/heldout_answers.jsonl (GRPO with a trained verifier
+         as the only reward; judged, as every arm, by the recipe's plugin
+         with references)
 An arm's wall_seconds is its training steps' time from the base model
 (SFT and GRPO steps, no evaluation): the controls were given the GRPO
 arm's. Intervals: Wilson for one accuracy; for a paired difference the
@@ -68,7 +71,7 @@ def svg(curves: dict, path: pathlib.Path) -> None:
     width, height, pad = 640, 400, 50
     xs = [x for pts in curves.values() for x, _ in pts] or [1.0]
     x_max = max(xs) * 1.05 or 1.0
-    colours = {"grpo": "#d62728", "sft": "#1f77b4", "rft": "#2ca02c", "svr": "#9467bd", "start": "#555555"}
+    colours = {"grpo": "#d62728", "sft": "#1f77b4", "rft": "#2ca02c", "svr": "#9467bd", "verifier": "#ff7f0e", "start": "#555555"}
     sx = lambda x: pad + x / x_max * (width - 2 * pad)
     sy = lambda y: height - pad - y * (height - 2 * pad)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
@@ -110,7 +113,7 @@ def main() -> None:
         "grpo": (run / "grpo" / "heldout_answers.jsonl", seconds["sft"] + seconds["grpo"]),
     }
     summaries = {}
-    for control in ("sft", "rft", "svr"):
+    for control in ("sft", "rft", "svr", "verifier"):
         if control in arms:
             summary = summaries[control] = json.loads((run / control / "summary.json").read_text())
             spent = summary["phase_seconds"]["sft"] + summary["phase_seconds"]["grpo"]
@@ -130,14 +133,20 @@ def main() -> None:
             "mean_turns": svr.get("mean_turns"),
         })
     summary = {"seed": args.seed, "arms": table}
-    for a, b in (("grpo", "start"), ("grpo", "sft"), ("grpo", "rft"), ("svr", "grpo")):
+    for a, b in (("grpo", "start"), ("grpo", "sft"), ("grpo", "rft"), ("svr", "grpo"),
+                 ("verifier", "start"), ("verifier", "grpo")):
         if a in correct and b in correct:
             summary[f"{a}_minus_{b}"] = paired(correct[a], correct[b])
+    if all(k in summary for k in ("verifier_minus_start", "grpo_minus_start")):
+        # The verifier's gain as a share of the gain with the recipe's own
+        # reference-based reward, same steps and seed.
+        own = summary["grpo_minus_start"]["mean"]
+        summary["verifier_gain_share"] = round(summary["verifier_minus_start"]["mean"] / own, 3) if own else None
     (run / "rl-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     curves = {}
     if "start" in arms or "grpo" in arms:
         curves["grpo"] = curve(run / "grpo")
-    for control in ("sft", "rft", "svr"):
+    for control in ("sft", "rft", "svr", "verifier"):
         if control in arms:
             curves[control] = curve(run / control)
     svg(curves, run / "rl-accuracy.svg")
@@ -148,6 +157,8 @@ def main() -> None:
     for key, value in summary.items():
         if "_minus_" in key:
             print(f"{key}: {value['mean']:+.3f} [{value['ci'][0]:+.3f}, {value['ci'][1]:+.3f}]")
+    if summary.get("verifier_gain_share") is not None:
+        print(f"verifier gain / grpo gain: {summary['verifier_gain_share']:.3f}")
     if "svr" in table:
         row = table["svr"]
         fmt = lambda x: "—" if x is None else f"{x:.3f}"

@@ -6,7 +6,7 @@
 # (three-step problems) with the reference answers only. Held-out: hard-rung
 # problems never trained on, greedy.
 #
-#   bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr] RUN_DIR
+#   bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr,verifier] RUN_DIR
 #
 # Arms: start (after SFT) and grpo come from one run (RUN_DIR/grpo); the
 # controls start from the same SFT (the same seed replays it step for step)
@@ -16,7 +16,11 @@
 # passes, SFT on it (RUN_DIR/rft). svr = the GRPO arm's recipe with
 # self-verification rollouts (SVR-R1, RUN_DIR/svr): the same SFT and GRPO
 # steps, half the SFT samples teaching YES/NO verification; reported as
-# pure-run (PR) and final-verification (FV) accuracy. Writes RUN_DIR/rl-summary.json and
+# pure-run (PR) and final-verification (FV) accuracy. verifier = the GRPO
+# arm's recipe with a trained verifier (VERIFIER=<verifine judge train
+# run>/hf) as the only reward, asked YES/NO through the healthbench rubric
+# about one item, never shown the reference; its held-out answers are still
+# judged by math-answer with references (RUN_DIR/verifier). Writes RUN_DIR/rl-summary.json and
 # RUN_DIR/rl-accuracy.svg and prints the table (bench/rl/rl_report.py).
 # An arm whose run directory already has a summary.json is not run again;
 # one that stopped half-way is resumed from its newest checkpoint.
@@ -29,13 +33,13 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --seed) seed="$2"; shift 2 ;;
     --arms) arms="$2"; shift 2 ;;
-    -*) echo "usage: bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr] RUN_DIR" >&2; exit 2 ;;
+    -*) echo "usage: bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr,verifier] RUN_DIR" >&2; exit 2 ;;
     *) run="$1"; shift ;;
     esac
 done
-[ -n "$run" ] || { echo "usage: bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr] RUN_DIR" >&2; exit 2; }
+[ -n "$run" ] || { echo "usage: bench/smollm2/rl.sh [--seed N] [--arms start,grpo,sft,rft,svr,verifier] RUN_DIR" >&2; exit 2; }
 for arm in ${arms//,/ }; do
-    case "$arm" in start | grpo | sft | rft | svr) ;; *) echo "rl.sh: unknown arm $arm (start, grpo, sft, rft, svr)" >&2; exit 2 ;; esac
+    case "$arm" in start | grpo | sft | rft | svr | verifier) ;; *) echo "rl.sh: unknown arm $arm (start, grpo, sft, rft, svr, verifier)" >&2; exit 2 ;; esac
 done
 recipe="${RECIPE:-examples/smollm2/rl.toml}"
 if grep -q 'models/smollm2/' "$recipe"; then models/fetch.sh smollm2 >/dev/null; fi
@@ -76,5 +80,20 @@ if [[ ",$arms," == *,svr,* ]]; then
     # its 16th on a 24 GiB machine (BENCHMARKS.md, "SVR-R1 on SmolLM2").
     config svr self_verification.enabled=true model.max_seq_len=512 grpo.prompts_per_step=2
     train svr
+fi
+if [[ ",$arms," == *,verifier,* ]]; then
+    verifier="${VERIFIER:?the verifier arm needs VERIFIER=<verifine judge train run>/hf}"
+    [ -f "$verifier/model.safetensors" ] || { echo "rl.sh: $verifier holds no model.safetensors" >&2; exit 1; }
+    printf '[judges.verifier]\nbackend = { kind = "local-safetensors", path = "%s" }\n' \
+        "$(realpath "$verifier")" >"$run/judges-verifier.toml"
+    # The item `verifine judge train` asks about every labelled answer.
+    item="The response's final answer is the correct answer to the problem."
+    config verifier \
+        'reward.rubric={ plugin = "healthbench", config = { judge = "verifier", batch = 1, answer = "yes-no" } }' \
+        reward.evaluator=@reward.rubric \
+        reward.reference_free=true \
+        "reward.context={ rubrics = [{ criterion = \"$item\", points = 1.0 }] }" \
+        "judges.file=\"$(realpath "$run")/judges-verifier.toml\""
+    train verifier
 fi
 python3 bench/rl/rl_report.py "$run" --seed "$seed" --arms "$arms"

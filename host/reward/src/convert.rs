@@ -3,7 +3,45 @@
 
 use verifine_runtime::Sample;
 use verifine_runtime::scoring::ScoredSample;
+use verifine_train::config::RewardConfig;
 use verifine_train::hooks::{Answer, Reward};
+
+/// What the rubric is shown of each answer beyond its prompt and response
+/// (`[reward] context` and `reference_free`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SampleShape {
+    /// The context every sample carries (JSON text); none: the sample's own.
+    pub context: Option<String>,
+    /// Whether the reference is kept from the rubric.
+    pub reference_free: bool,
+}
+
+impl SampleShape {
+    /// The shape `config` asks for.
+    pub fn of(config: &RewardConfig) -> Self {
+        SampleShape {
+            context: config.context.as_ref().map(|c| c.to_string()),
+            reference_free: config.reference_free,
+        }
+    }
+
+    /// The sample the rubric sees for `answer`.
+    pub fn sample(&self, answer: &Answer) -> Sample {
+        self.apply(answer_sample(answer))
+    }
+
+    /// `sample` as the rubric sees it (the hot-swap gate's canary cases are
+    /// shown as training's answers are).
+    pub fn apply(&self, mut sample: Sample) -> Sample {
+        if self.reference_free {
+            sample.reference = None;
+        }
+        if let Some(context) = &self.context {
+            sample.context = context.clone();
+        }
+        sample
+    }
+}
 
 /// The contract's sample for training's answer (the reference travels
 /// along; a reference-free judge ignores it).

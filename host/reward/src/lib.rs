@@ -15,7 +15,7 @@ pub mod curriculum;
 pub mod fixed;
 pub mod live;
 
-pub use convert::{answer_sample, reward_of};
+pub use convert::{SampleShape, answer_sample, reward_of};
 pub use curriculum::{CurriculumError, PluginCurriculum, curriculum};
 pub use fixed::FixedReward;
 pub use live::{SwappingReward, judge_costs};

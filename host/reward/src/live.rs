@@ -2,7 +2,7 @@
 //! revisions score, and the step boundary is the swap point where pending
 //! revisions (watched, handed in, an agent's) are decided.
 
-use crate::convert::{answer_sample, reward_of};
+use crate::convert::{SampleShape, reward_of};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use verifine_hotswap::HotSwapConfig;
@@ -23,6 +23,8 @@ pub struct SwappingReward {
     /// The judge models the plugins ask, and what each had spent when the
     /// costs were last taken.
     judges: Option<(Arc<Judges>, BTreeMap<String, Ledger>)>,
+    /// What the rubric is shown of each answer.
+    shape: SampleShape,
 }
 
 impl SwappingReward {
@@ -33,7 +35,15 @@ impl SwappingReward {
             hot_swap,
             pending: None,
             judges: None,
+            shape: SampleShape::default(),
         }
+    }
+
+    /// Shows the rubric each answer as `shape` says (a fixed context, the
+    /// reference withheld).
+    pub fn with_shape(mut self, shape: SampleShape) -> Self {
+        self.shape = shape;
+        self
     }
 
     /// Reports what `judges` spend on each metrics line.
@@ -51,7 +61,7 @@ impl SwappingReward {
 
 impl RewardFunction for SwappingReward {
     fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
-        let samples: Vec<Sample> = answers.iter().map(answer_sample).collect();
+        let samples: Vec<Sample> = answers.iter().map(|a| self.shape.sample(a)).collect();
         self.live
             .score(step, &samples)
             .iter()

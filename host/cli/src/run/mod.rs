@@ -9,8 +9,10 @@ use anyhow::{Context as _, Result};
 use std::path::Path;
 use verifine_hotswap::gate::CanaryCase;
 use verifine_hotswap::live::LiveReward;
-use verifine_reward::SwappingReward;
+use verifine_reward::{FixedReward, SampleShape, SwappingReward};
 use verifine_runtime::Sample;
+use verifine_runtime::scoring::RewardPlugins;
+use verifine_train::hooks::RewardFunction;
 use verifine_train::hooks::{Host, Progress};
 use verifine_train::task::TaskConfig;
 use verifine_train::{TrainConfig, TrainSummary};
@@ -79,13 +81,23 @@ fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) 
         swap.gate.clone(),
         canary_cases(config)?,
     )?;
-    let reward = SwappingReward::new(live, swap.clone()).with_judges(judges);
+    let shape = SampleShape::of(&config.training.reward);
+    let reward = SwappingReward::new(live, swap.clone())
+        .with_judges(judges)
+        .with_shape(shape);
     let curriculum =
         verifine_reward::curriculum(reward.runtime(), config.training.sft.curriculum.as_ref())?;
+    let evaluator = match &config.training.reward.evaluator {
+        Some(setting) => {
+            let plugins = RewardPlugins::from_settings(reward.runtime(), setting, None)?;
+            Some(Box::new(FixedReward::new(&plugins, None)?) as Box<dyn RewardFunction>)
+        }
+        None => None,
+    };
     Ok(Host {
         reward: Box::new(reward),
         prompts: None,
-        evaluator: None,
+        evaluator,
         curriculum: curriculum.map(|c| Box::new(c) as _),
         sft_targets: None,
         progress,
@@ -96,20 +108,23 @@ fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) 
 /// the task (see [`generated_canary`]).
 fn canary_cases(config: &RunConfig) -> Result<Vec<CanaryCase>> {
     let swap = &config.hot_swap;
-    if let Some(path) = &swap.canary {
-        return Ok(
-            verifine_runtime::rows::read_labelled(path, swap.gate.canary_threshold)?
-                .into_iter()
-                .map(|(sample, label)| CanaryCase { sample, label })
-                .collect(),
-        );
-    }
     let training: &TrainConfig = &config.training;
-    Ok(generated_canary(
-        training.seed,
-        swap.canary_size,
-        &training.task,
-    ))
+    let cases = match &swap.canary {
+        Some(path) => verifine_runtime::rows::read_labelled(path, swap.gate.canary_threshold)?
+            .into_iter()
+            .map(|(sample, label)| CanaryCase { sample, label })
+            .collect(),
+        None => generated_canary(training.seed, swap.canary_size, &training.task),
+    };
+    // A revision is gated on what it will be shown in training.
+    let shape = SampleShape::of(&training.reward);
+    Ok(cases
+        .into_iter()
+        .map(|case| CanaryCase {
+            sample: shape.apply(case.sample),
+            label: case.label,
+        })
+        .collect())
 }
 
 /// `n` canary cases generated from the task — right answers, wrong answers,

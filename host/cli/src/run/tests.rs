@@ -197,6 +197,78 @@ fn the_sft_curriculum_drops_exactly_the_targets_the_judge_fails() {
 }
 
 #[test]
+fn a_reference_free_reward_never_sees_the_reference_and_the_evaluator_does() {
+    let dir = scratch("reference-free");
+    let mut config = tiny_config();
+    // math-answer needs a reference: as the reward, kept from it, every
+    // answer's reward fails; as the evaluator it judges the held-out set.
+    config.training.reward.reference_free = true;
+    config.training.reward.evaluator = Some(PluginSetting::new("math-answer"));
+    let summary = train(&config, &dir).unwrap();
+    let lines = metrics_log::read(&dir.join("metrics.jsonl")).unwrap();
+    let grpo: Vec<_> = lines.iter().filter(|l| l["phase"] == "grpo").collect();
+    assert_eq!(grpo.len(), 3);
+    let g = &config.training.grpo;
+    for line in grpo {
+        let rollouts = g.prompts_per_step * g.objective.num_generations;
+        assert_eq!(line["reward_failures"], rollouts as u64, "{line}");
+    }
+    let answers: Vec<serde_json::Value> =
+        verifine_base::files::read_jsonl(&dir.join("heldout_answers.jsonl")).unwrap();
+    assert_eq!(answers.len(), config.training.heldout_problems);
+    assert!(
+        answers.iter().all(|a| a["evaluator_total"].is_number()),
+        "the evaluator judged every held-out answer with its reference"
+    );
+    assert!(summary.plugins.iter().any(|p| p.name == "math-answer"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_reference_free_reward_is_written_in_the_reward_table() {
+    let text = r#"
+[reward]
+rubric = { plugin = "healthbench", config = { judge = "verifier", batch = 1, answer = "yes-no" } }
+evaluator = { plugin = "math-answer" }
+reference_free = true
+context = { rubrics = [{ criterion = "The final answer is right.", points = 1.0 }] }
+"#;
+    let reward = RunConfig::from_toml(text, "reward.toml")
+        .unwrap()
+        .training
+        .reward;
+    assert!(reward.reference_free);
+    assert_eq!(reward.evaluator.unwrap().plugin.to_string(), "math-answer");
+    let context = reward.context.unwrap();
+    assert_eq!(context["rubrics"][0]["points"], 1.0);
+    let typo = text.replace("reference_free", "reference_fre");
+    let err = RunConfig::from_toml(&typo, "reward.toml").unwrap_err();
+    assert!(format!("{err:#}").contains("reference_fre"), "{err:#}");
+}
+
+#[test]
+fn a_fixed_context_reaches_the_rubric_and_the_canary() {
+    let mut config = tiny_config();
+    config.training.reward.context =
+        Some(serde_json::json!({"rubrics": [{"criterion": "x", "points": 1.0}]}));
+    let cases = canary_cases(&config).unwrap();
+    assert!(!cases.is_empty());
+    assert!(
+        cases
+            .iter()
+            .all(|c| c.sample.context == r#"{"rubrics":[{"criterion":"x","points":1.0}]}"#)
+    );
+    assert!(cases.iter().all(|c| c.sample.reference.is_some()));
+    config.training.reward.reference_free = true;
+    assert!(
+        canary_cases(&config)
+            .unwrap()
+            .iter()
+            .all(|c| c.sample.reference.is_none())
+    );
+}
+
+#[test]
 fn bf16_compute_trains_the_f32_master_weights() {
     let dir = scratch("bf16");
     let mut config = tiny_config();

@@ -253,6 +253,21 @@ pub struct RewardConfig {
     /// an update. Widen it for rubrics whose totals go beyond.
     #[serde(default = "default_reward_range")]
     pub range: [f64; 2],
+    /// Judges the held-out answers, with their references, in place of the
+    /// rubric (default: the rubric itself), so that a reference-free reward
+    /// is measured by a reference-based evaluator it never sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluator: Option<PluginSetting>,
+    /// Keep every reference from the rubric and the aggregator (the
+    /// evaluator still gets it): a reward meant to work without one, such
+    /// as a trained verifier's, is then trained with as it will be used.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reference_free: bool,
+    /// The context (JSON) every rewarded sample carries, for rubrics that
+    /// read their items from it (`healthbench`: `{ rubrics = [{ criterion
+    /// = "…", points = 1.0 }] }`) on generated tasks, which carry none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<serde_json::Value>,
 }
 
 fn default_reward_range() -> [f64; 2] {
@@ -273,6 +288,9 @@ impl Default for RewardConfig {
             rubric: PluginSetting::new("math-answer"),
             aggregator: None,
             range: default_reward_range(),
+            evaluator: None,
+            reference_free: false,
+            context: None,
         }
     }
 }
