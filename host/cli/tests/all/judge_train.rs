@@ -47,6 +47,7 @@ fn args(base: &Path, labels: &Path, run_dir: &Path) -> TrainArgs {
         steps: 30,
         batch_size: 4,
         learning_rate: 1e-2,
+        warmup_steps: None,
         lora_r: 4,
         freeze_layers: 0,
         balance: Balance::Weighted,

@@ -52,6 +52,11 @@ pub struct TrainArgs {
     /// AdamW's peak learning rate.
     #[arg(long, default_value_t = 2e-4)]
     pub learning_rate: f64,
+    /// Steps over which the learning rate rises to its peak (default: a
+    /// twentieth of `--steps`, at most 20, so that a run that `--max-seconds`
+    /// ends long before `--steps` still trains at its peak).
+    #[arg(long)]
+    pub warmup_steps: Option<usize>,
     /// LoRA rank (alpha is twice it; every projection adapted).
     #[arg(long, default_value_t = 16)]
     pub lora_r: usize,
@@ -155,7 +160,7 @@ pub fn train(args: &TrainArgs) -> Result<VerifierReport> {
         batch_size: args.batch_size,
         optim: OptimConfig {
             learning_rate: args.learning_rate,
-            warmup_steps: (args.steps / 20).max(1),
+            warmup_steps: args.warmup_steps.unwrap_or((args.steps / 20).clamp(1, 20)),
             ..OptimConfig::default()
         },
         heldout_share: args.heldout_share,
