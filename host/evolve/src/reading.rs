@@ -133,6 +133,7 @@ mod tests {
             ],
             judge: vec![judge(0, 0.8), judge(1, 0.85), judge(2, 0.84)],
             loops: Vec::new(),
+            kept: None,
         };
         let text = reading(&summary);
         assert!(text.contains("falls at R1 0.700 → R2 0.650"), "{text}");
@@ -151,6 +152,7 @@ mod tests {
             ],
             judge: vec![judge(0, 0.8), judge(1, 0.85)],
             loops: Vec::new(),
+            kept: None,
         };
         let text = reading(&good);
         assert!(text.contains("rises at every round"), "{text}");

@@ -90,6 +90,10 @@ pub struct EvolveSummary {
     pub judge: Vec<JudgeRow>,
     /// What each judge loop did.
     pub loops: Vec<LoopRecord>,
+    /// The row whose policy the loop delivers (`round_start = "kept"`):
+    /// the one the validation set rated best after the last round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// Reads a finished run's summary.
@@ -224,7 +228,13 @@ fn summarize(run: &Evolve) -> Result<EvolveSummary> {
         });
     }
     let loops = read_optional(&run.judge_dir().join("loops.jsonl"))?;
-    Ok(EvolveSummary { rows, judge, loops })
+    let kept = run.state.kept.as_ref().map(|k| k.row.clone());
+    Ok(EvolveSummary {
+        rows,
+        judge,
+        loops,
+        kept,
+    })
 }
 
 fn markdown(summary: &EvolveSummary) -> String {
@@ -254,6 +264,12 @@ fn markdown(summary: &EvolveSummary) -> String {
             r.valid_ungrounded,
             r.trigger_fired
                 .map_or("—", |f| if f { "yes" } else { "no" }),
+        );
+    }
+    if let Some(kept) = &summary.kept {
+        let _ = writeln!(
+            out,
+            "\nThe loop delivers **{kept}**: the policy the validation set rated best after the last round."
         );
     }
     let members: Vec<(&str, MembershipTally)> = summary

@@ -124,7 +124,13 @@ pub struct SeedReport {
     pub paired: Vec<PairedDifference>,
     /// The checks.
     pub checks: Vec<Check>,
+    /// Per seed, the row whose policy the loop delivered (empty unless
+    /// every seed's run kept one: `round_start = "kept"`).
+    pub kept: Vec<String>,
 }
+
+/// The row across seeds of the policies the loop delivered.
+const KEPT_ROW: &str = "kept";
 
 /// RB points the last round may fall below R1 at any seed.
 const LAST_ROUND_SLACK: f64 = 0.03;
@@ -144,20 +150,46 @@ pub fn across(runs: &[SeedRun]) -> Result<SeedReport> {
             )));
         }
     }
-    let rows: Vec<RowAcrossSeeds> = names
+    let across_seeds = |name: &str, values: Vec<f64>| {
+        let (mean, interval) = mean_interval(&values);
+        RowAcrossSeeds {
+            name: name.to_string(),
+            rb_mean: mean,
+            rb_interval: interval,
+            rb_per_seed: values,
+        }
+    };
+    let mut rows: Vec<RowAcrossSeeds> = names
         .iter()
         .enumerate()
-        .map(|(i, name)| {
-            let values: Vec<f64> = runs.iter().map(|r| r.summary.rows[i].rb).collect();
-            let (mean, interval) = mean_interval(&values);
-            RowAcrossSeeds {
-                name: name.to_string(),
-                rb_mean: mean,
-                rb_interval: interval,
-                rb_per_seed: values,
-            }
-        })
+        .map(|(i, name)| across_seeds(name, runs.iter().map(|r| r.summary.rows[i].rb).collect()))
         .collect();
+    // What the loop delivers at each seed, when every seed kept a policy.
+    let kept: Vec<String> = runs.iter().filter_map(|r| r.summary.kept.clone()).collect();
+    let kept = match kept.len() == runs.len() {
+        true => kept,
+        false => Vec::new(),
+    };
+    if !kept.is_empty() {
+        let values = runs
+            .iter()
+            .zip(&kept)
+            .map(|(run, row)| {
+                run.summary
+                    .rows
+                    .iter()
+                    .find(|r| &r.name == row)
+                    .map(|r| r.rb)
+                    .ok_or_else(|| {
+                        EvolveError::Invalid(format!(
+                            "seed {} kept {row}, which is not a row",
+                            run.seed
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<f64>>>()?;
+        rows.push(across_seeds(KEPT_ROW, values));
+    }
     let judge_pearson = runs
         .iter()
         .map(|r| r.summary.judge.iter().map(|j| j.pearson_test).collect())
@@ -168,6 +200,7 @@ pub fn across(runs: &[SeedRun]) -> Result<SeedReport> {
         judge_pearson,
         paired: Vec::new(),
         checks: Vec::new(),
+        kept,
     };
     report.paired = paired(&report);
     report.checks = checks(&report);
@@ -217,26 +250,34 @@ fn paired(report: &SeedReport) -> Vec<PairedDifference> {
     let Some(last) = round_rows(report).last().copied() else {
         return Vec::new();
     };
-    report
+    let mut differences: Vec<PairedDifference> = report
         .rows
         .iter()
         .take_while(|r| r.name != last.name)
-        .map(|other| {
-            let per_seed: Vec<f64> = last
-                .rb_per_seed
-                .iter()
-                .zip(&other.rb_per_seed)
-                .map(|(l, o)| l - o)
-                .collect();
-            let (mean, interval) = mean_interval(&per_seed);
-            PairedDifference {
-                name: format!("{} − {}", last.name, other.name),
-                mean,
-                interval,
-                per_seed,
-            }
-        })
-        .collect()
+        .map(|other| difference(last, other))
+        .collect();
+    let row = |name: &str| report.rows.iter().find(|r| r.name == name);
+    if let (Some(kept), Some(base)) = (row(KEPT_ROW), row("base")) {
+        differences.push(difference(kept, base));
+    }
+    differences
+}
+
+/// `a − b`, seed by seed.
+fn difference(a: &RowAcrossSeeds, b: &RowAcrossSeeds) -> PairedDifference {
+    let per_seed: Vec<f64> = a
+        .rb_per_seed
+        .iter()
+        .zip(&b.rb_per_seed)
+        .map(|(x, y)| x - y)
+        .collect();
+    let (mean, interval) = mean_interval(&per_seed);
+    PairedDifference {
+        name: format!("{} − {}", a.name, b.name),
+        mean,
+        interval,
+        per_seed,
+    }
 }
 
 fn checks(report: &SeedReport) -> Vec<Check> {
@@ -349,7 +390,14 @@ pub fn markdown(report: &SeedReport) -> String {
             values.join(" | ")
         );
     }
-    out.push_str("\n## The last round against each earlier row, within each seed\n\n");
+    if !report.kept.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n`{KEPT_ROW}`: the policy each seed's loop delivered (the validation set's best after the last round): {}.",
+            report.kept.join(", ")
+        );
+    }
+    out.push_str("\n## Paired differences within each seed\n\n");
     for difference in &report.paired {
         let _ = writeln!(
             out,

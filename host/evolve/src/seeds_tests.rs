@@ -39,6 +39,7 @@ fn summary(rows: &[(&str, f64)], pearson: &[f64]) -> EvolveSummary {
             })
             .collect(),
         loops: Vec::new(),
+        kept: None,
     }
 }
 
@@ -146,6 +147,38 @@ fn a_gain_at_every_seed_holds_paired_even_where_the_rows_intervals_overlap() {
     let guided = check(&report, "R3 above guided-initial");
     assert!(!guided.holds);
     assert!(guided.detail.contains("-0.010"), "{}", guided.detail);
+}
+
+#[test]
+fn the_policies_the_loops_delivered_form_a_row_of_their_own() {
+    let mut runs = [
+        run(0, [0.57, 0.19, 0.28, 0.63, 0.65, 0.64], &[0.87, 0.90]),
+        run(1, [0.57, 0.13, 0.15, 0.62, 0.53, 0.38], &[0.87, 0.90]),
+    ];
+    // Seed 1's R2 and R3 fell on validation: its loop delivers R1.
+    runs[0].summary.kept = Some("R2".into());
+    runs[1].summary.kept = Some("R1".into());
+    let report = across(&runs).unwrap();
+    assert_eq!(report.kept, ["R2", "R1"]);
+    let kept = report.rows.last().unwrap();
+    assert_eq!(kept.name, "kept");
+    assert_eq!(kept.rb_per_seed, [0.65, 0.62]);
+    let gain = report
+        .paired
+        .iter()
+        .find(|p| p.name == "kept − base")
+        .unwrap();
+    assert!((gain.per_seed[0] - 0.08).abs() < 1e-9 && (gain.per_seed[1] - 0.05).abs() < 1e-9);
+    // The checks stay about the last round.
+    assert!(!check(&report, "R3 above base").holds);
+    assert!(
+        markdown(&report)
+            .contains("delivered (the validation set's best after the last round): R2, R1")
+    );
+    // A seed that kept nothing (another round start) leaves the row out.
+    runs[1].summary.kept = None;
+    let report = across(&runs).unwrap();
+    assert!(report.kept.is_empty() && report.rows.iter().all(|r| r.name != "kept"));
 }
 
 #[test]

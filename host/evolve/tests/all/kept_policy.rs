@@ -98,6 +98,9 @@ fn rounds_continue_the_kept_policy_and_a_worse_round_is_not_carried_forward() {
             assert_eq!(next.before.0, kept);
         }
     }
+    // The summary names what the loop delivers: the last kept policy.
+    assert_eq!(summary.kept.as_deref(), Some(kept.as_str()));
+    assert!(read(&dir.join("report.md")).contains(&format!("The loop delivers **{kept}**")));
     assert_eq!(state["kept"]["row"], kept.as_str());
     // The rounds' learning rate made sure the refusing path ran, with a
     // judge revision to take back.
