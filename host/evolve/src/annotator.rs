@@ -50,7 +50,7 @@ impl AnnotatorConfig {
         }
     }
 
-    /// The loop's annotator at a loop seed (`[evolve] seed`): its noise
+    /// The loop's annotator at a loop seed (the evolve config's `seed`): its noise
     /// drawn from `seed` mixed with the loop seed, so that runs at several
     /// loop seeds label with other draws; unchanged without one. The frozen
     /// test set's annotator ([`Self::independent`]) never depends on it.

@@ -29,9 +29,10 @@ pub struct EvolveArgs {
     /// Run the config once per loop seed listed (`0,1,2`; the config's
     /// top-level `seed`), each into `<run-dir>/seed-<N>`: the SFT base, the
     /// problems and the frozen judge test set stay those of `[train] seed`,
-    /// only the loop's sampling, draws and label noise change. Write the report across them (`seeds.md`,
-    /// `seeds.json`, `seeds.png`) into the run directory. A seed whose run
-    /// finished is read, not run again; one that stopped is resumed.
+    /// only the loop's sampling, draws and label noise change. Write the
+    /// report across them (`seeds.md`, `seeds.json`, `seeds.png`) into the
+    /// run directory. A seed whose run finished is read, not run again; one
+    /// that stopped is resumed.
     #[arg(long, value_delimiter = ',', conflicts_with = "resume")]
     pub seeds: Vec<u64>,
 }
