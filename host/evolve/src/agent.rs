@@ -48,6 +48,11 @@ pub struct RevisionRequest<'a> {
     pub clarifications: &'a [Clarification],
     /// Rules already proposed in this round (accepted or not).
     pub tried: &'a [Value],
+    /// The whole accumulated labelled set (what a retrained judge model
+    /// learns from), cases with their references removed.
+    pub cases: &'a [Case],
+    /// The newest label of each of `cases`.
+    pub labels: &'a [Label],
 }
 
 /// A proposed revision.
@@ -60,6 +65,9 @@ pub struct Proposal {
     /// New code for the judge, when the agent wrote some: the component
     /// (built here from its crate), or why it could not be built or read.
     pub code: Option<std::result::Result<CodeSubmission, String>>,
+    /// A retrained judge model's checkpoint, when the agent retrained one
+    /// (see [`crate::verifier`]).
+    pub verifier: Option<std::path::PathBuf>,
 }
 
 /// Proposes judge revisions.
@@ -122,6 +130,7 @@ impl RevisionAgent for RuleSearchAgent {
                         rules,
                         rationale,
                         code: None,
+                        verifier: None,
                     }));
                 }
             }
@@ -255,6 +264,7 @@ mod tests {
             rules: json!({"grounded": {"has-steps": 1.0}, "valid": {"steps-compute": 1.0}}),
             origin: "initial".into(),
             code: None,
+            verifier: None,
         };
         let cases = vec![disputed(1.0, 0.0)];
         let mut agent = RuleSearchAgent;
@@ -265,6 +275,8 @@ mod tests {
                 disputed: &cases,
                 clarifications: &[],
                 tried: &tried,
+                cases: &[],
+                labels: &[],
             })
             .unwrap()
             .unwrap();
@@ -276,6 +288,8 @@ mod tests {
                 disputed: &cases,
                 clarifications: &[],
                 tried: &tried,
+                cases: &[],
+                labels: &[],
             })
             .unwrap()
             .unwrap();
@@ -290,6 +304,7 @@ mod tests {
             rules: json!({}),
             origin: "initial".into(),
             code: None,
+            verifier: None,
         };
         let cases = vec![disputed(0.5, 0.5)];
         let request = RevisionRequest {
@@ -297,6 +312,8 @@ mod tests {
             disputed: &cases,
             clarifications: &[],
             tried: &[],
+            cases: &[],
+            labels: &[],
         };
         assert_eq!(RuleSearchAgent.propose(&request).unwrap(), None);
     }

@@ -233,6 +233,7 @@ impl RevisionAgent for CommandAgent {
             rules,
             rationale,
             code,
+            verifier: None,
         }))
     }
 }

@@ -10,6 +10,7 @@ use crate::command_agent::AgentConfig;
 use crate::error::{EvolveError, Result};
 use crate::membership::MembershipConfig;
 use crate::queries::QueryConfig;
+use crate::verifier::RetrainConfig;
 use serde::{Deserialize, Serialize};
 use verifine_base::PluginSetting;
 use verifine_runtime::Limits;
@@ -124,6 +125,14 @@ pub struct EvolveConfig {
     /// (`worked-steps`' `ask`). None: every query fails with "no judge
     /// model configured".
     pub judges: Option<std::path::PathBuf>,
+    /// What every case carries as its context when the judge sees it (in
+    /// the judge loop and as the rounds' reward): the rubric item a YES/NO
+    /// verifier is asked about, for `healthbench` (`{"rubrics": [{"criterion":
+    /// …, "points": 1}]}`). None: no context.
+    pub judge_context: Option<serde_json::Value>,
+    /// Judge revisions retrain the judge's model instead of proposing rules
+    /// (see [`crate::verifier`]); needs `judges`, and no `[agent] command`.
+    pub verifier: Option<RetrainConfig>,
     /// Sandbox limits of every plugin the loop loads.
     pub limits: Limits,
 }
@@ -158,6 +167,8 @@ impl Default for EvolveConfig {
             calibration: CalibrationConfig::default(),
             agent: AgentConfig::default(),
             judges: None,
+            judge_context: None,
+            verifier: None,
             limits: Limits::default(),
         }
     }
@@ -207,6 +218,30 @@ impl EvolveConfig {
         }
         if self.round_start == RoundStart::Kept && self.validation_problems == 0 {
             return fail("round_start = \"kept\" needs validation_problems of at least 1".into());
+        }
+        if let Some(verifier) = &self.verifier {
+            if self.judges.is_none() {
+                return fail(format!(
+                    "[verifier] retrains the judges file's {:?}: set judges = FILE",
+                    verifier.judge
+                ));
+            }
+            if !self.agent.command.is_empty() {
+                return fail(
+                    "[verifier] and [agent] command both propose judge revisions: choose one"
+                        .into(),
+                );
+            }
+            if verifier.steps == 0 || verifier.batch_size == 0 {
+                return fail("[verifier] steps and batch_size must be at least 1".into());
+            }
+            if !(verifier.heldout_share > 0.0 && verifier.heldout_share < 1.0) {
+                return fail(format!(
+                    "[verifier] heldout_share {} must be inside (0, 1): the retrained model is \
+                     compared with the live one on questions it never trained on",
+                    verifier.heldout_share
+                ));
+            }
         }
         if self.train.init_from.is_some() {
             return fail(

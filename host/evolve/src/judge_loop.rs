@@ -16,6 +16,7 @@ use crate::error::{EvolveError, Result};
 use crate::labels::{Clarification, JudgeView, Label, LabelStore, QueueItem};
 use crate::round::read_optional;
 use crate::run::{Evolve, EvolveProgress};
+use crate::verifier::VerifierAgent;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -185,7 +186,14 @@ impl Evolve {
             write_jsonl::<CalibrationEntry>(&log_path, &[])?;
         }
         let judge_dir = self.judge_dir();
-        let mut agent: Box<dyn RevisionAgent> = if self.config.agent.command.is_empty() {
+        let mut agent: Box<dyn RevisionAgent + '_> = if let Some(retrain) = &self.config.verifier {
+            Box::new(VerifierAgent::new(
+                retrain,
+                &self.judge,
+                judge_dir.join("verifier").join(format!("round-{round}")),
+                self.config.loop_seed() ^ u64::from(round),
+            ))
+        } else if self.config.agent.command.is_empty() {
             Box::new(RuleSearchAgent)
         } else {
             Box::new(CommandAgent::new(
@@ -249,6 +257,7 @@ impl Evolve {
                 },
             },
         )?;
+        drop(agent);
         let entries: Vec<CalibrationEntry> = read_optional::<CalibrationEntry>(&log_path)?
             .into_iter()
             .filter(|e| e.round == round)
@@ -265,6 +274,7 @@ impl Evolve {
                     rules: entry.rules.clone(),
                     origin: entry.rationale.clone(),
                     code,
+                    verifier: entry.verifier.clone().or(live.verifier.clone()),
                 };
                 if self.state.revisions.iter().all(|r| r.number != number) {
                     self.state.revisions.push(live.clone());

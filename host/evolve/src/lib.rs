@@ -35,6 +35,7 @@ pub mod round;
 pub mod run;
 pub mod seeds;
 pub mod select;
+pub mod verifier;
 
 pub use config::EvolveConfig;
 pub use error::{EvolveError, Result};

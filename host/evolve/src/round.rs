@@ -92,7 +92,8 @@ impl Evolve {
         let judge = FixedReward::new(
             &self.judge.plugins(&self.state.live)?,
             Some(&format!("rules r{}", self.state.live.number)),
-        )?;
+        )?
+        .with_shape(self.judge.shape());
         let reward = RoundReward::new(
             judge,
             &self.trigger,

@@ -193,6 +193,7 @@ pub fn start(
         rules: config.judge.config_json(),
         origin: "initial".into(),
         code: None,
+        verifier: None,
     };
     let state = EvolveState {
         done: Vec::new(),
@@ -243,20 +244,28 @@ impl Evolve {
         progress: Box<dyn FnMut(EvolveProgress)>,
     ) -> Result<Self> {
         let mut runtime = Runtime::new(config.limits)?;
-        if let Some(path) = &config.judges {
-            let judges = verifine_judge::Judges::new(&verifine_judge::JudgesConfig::load(path)?)?;
+        let judges_config = match &config.judges {
+            Some(path) => Some(verifine_judge::JudgesConfig::load(path)?),
+            None => None,
+        };
+        if let Some(judges) = &judges_config {
+            let judges = verifine_judge::Judges::new(judges)?;
             runtime = runtime.with_judges(std::sync::Arc::new(judges));
         }
         let evaluator = RewardPlugins::from_settings(&runtime, &config.evaluator, None)?;
         let curriculum =
             runtime.load_kind(config.curriculum.plugin.clone(), PluginKind::Curriculum)?;
         let trigger = runtime.load_kind(config.trigger.plugin.clone(), PluginKind::Trigger)?;
-        let judge = Judge::load(
+        let mut judge = Judge::load(
             runtime,
             &config.judge.plugin,
             config.threads,
             &dir.join("judge"),
-        )?;
+        )?
+        .with_context(config.judge_context.as_ref());
+        if let (Some(retrain), Some(judges)) = (&config.verifier, judges_config) {
+            judge = judge.retraining(judges, &retrain.judge)?;
+        }
         let progress = Rc::new(RefCell::new(progress));
         Ok(Evolve {
             config,

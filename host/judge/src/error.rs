@@ -12,6 +12,9 @@ pub enum JudgeError {
     /// A file could not be read or written.
     #[error(transparent)]
     File(#[from] verifine_base::FileError),
+    /// A rubric whose queries were to be captured could not be loaded or run.
+    #[error(transparent)]
+    Rubric(#[from] verifine_runtime::RuntimeError),
     /// The HTTP client or the async runtime could not start.
     #[error("starting the judge client: {0}")]
     Client(String),

@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod asked;
 pub mod budget;
 pub mod cache;
 mod choices;

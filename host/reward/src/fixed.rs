@@ -1,6 +1,6 @@
 //! A reward function of plugins that never change during a run.
 
-use crate::convert::{answer_sample, reward_of};
+use crate::convert::{SampleShape, reward_of};
 use verifine_runtime::scoring::{RewardPlugins, Scorer};
 use verifine_runtime::{Provenance, RuntimeError, Sample};
 use verifine_train::hooks::{Answer, Reward, RewardFunction};
@@ -9,6 +9,7 @@ use verifine_train::hooks::{Answer, Reward, RewardFunction};
 pub struct FixedReward {
     scorer: Scorer,
     provenance: Vec<Provenance>,
+    shape: SampleShape,
 }
 
 impl FixedReward {
@@ -23,13 +24,21 @@ impl FixedReward {
         Ok(FixedReward {
             scorer: plugins.scorer()?,
             provenance: vec![rubric, plugins.aggregator.provenance()],
+            shape: SampleShape::default(),
         })
+    }
+
+    /// Shows the rubric `shape`'s samples (a reference-free judge never
+    /// sees the reference; a fixed context for every answer).
+    pub fn with_shape(mut self, shape: SampleShape) -> Self {
+        self.shape = shape;
+        self
     }
 }
 
 impl RewardFunction for FixedReward {
     fn score(&mut self, step: usize, answers: &[Answer]) -> Vec<Reward> {
-        let samples: Vec<Sample> = answers.iter().map(answer_sample).collect();
+        let samples: Vec<Sample> = answers.iter().map(|a| self.shape.sample(a)).collect();
         self.scorer
             .score_batch(step as u64, 0, &samples)
             .iter()

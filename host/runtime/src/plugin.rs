@@ -99,6 +99,29 @@ impl Plugin {
         self.metadata.kind
     }
 
+    /// The same compiled component, its `judge-model` queries answered by
+    /// `judges` instead of the runtime's: a judge revision that retrains
+    /// the model behind a rubric swaps the model, not the code, and
+    /// compiles nothing. A native plugin asks no judge models and is
+    /// returned as it is.
+    pub fn asking(self: &Arc<Self>, judges: SharedJudgeModels) -> Arc<Self> {
+        match &self.code {
+            Code::Wasm(wasm) => Arc::new(Plugin {
+                metadata: self.metadata.clone(),
+                sha256: self.sha256.clone(),
+                origin: self.origin.clone(),
+                code: Code::Wasm(WasmCode {
+                    pre: wasm.pre.clone(),
+                    engine: wasm.engine.clone(),
+                    limits: wasm.limits,
+                    judges,
+                }),
+            }),
+            #[cfg(feature = "native")]
+            Code::Native(_) => self.clone(),
+        }
+    }
+
     /// A fresh instance with its own store (instantiated on first call).
     pub fn instance(self: &Arc<Self>) -> PluginInstance {
         PluginInstance::new(self.clone())

@@ -139,6 +139,10 @@ pub struct CalibrationEntry {
     /// sha256), and whether it was admitted; absent for rules alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<HandedIn>,
+    /// The retrained judge model's checkpoint the proposal brought, when
+    /// it retrained one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verifier: Option<std::path::PathBuf>,
     /// The accept rule's decision.
     pub decision: Decision,
     /// The live judge on the whole accumulated set after the decision.
@@ -210,6 +214,15 @@ pub fn calibrate(
     let mut live_scores = (hooks.score)(&live)?;
     let mut series = vec![alignment(&totals(&live_scores), &human, &all).pearson];
     let mut tried: Vec<serde_json::Value> = Vec::new();
+    // What an agent may see of the cases: never the gold solution.
+    let blind: Vec<Case> = set
+        .cases
+        .iter()
+        .map(|c| Case {
+            reference: String::new(),
+            ..c.clone()
+        })
+        .collect();
     let mut accepted = 0;
     let mut next_number = first_number;
     for iteration in 1..=config.max_versions {
@@ -224,6 +237,7 @@ pub fn calibrate(
                     rules: entry.rules.clone(),
                     rationale: entry.rationale.clone(),
                     code: None,
+                    verifier: entry.verifier.clone(),
                 },
                 entry.code.clone(),
             ),
@@ -234,6 +248,8 @@ pub fn calibrate(
                     disputed: &disputed,
                     clarifications,
                     tried: &tried,
+                    cases: &blind,
+                    labels: &set.labels,
                 };
                 let Some(proposal) = agent.propose(&request)? else {
                     return Ok(CalibrationOutcome {
@@ -261,6 +277,7 @@ pub fn calibrate(
                 Some(HandedIn::Admitted(admitted)) => Some(admitted.clone()),
                 _ => live.code.clone(),
             },
+            verifier: proposal.verifier.clone().or(live.verifier.clone()),
         };
         let (decision, scored) = match &code {
             Some(HandedIn::Refused { reason, .. }) => {
@@ -291,6 +308,7 @@ pub fn calibrate(
                     rules: proposal.rules,
                     rationale: proposal.rationale,
                     code,
+                    verifier: proposal.verifier,
                     revision: decision.accepted.then_some(candidate.number),
                     accumulated: alignment(&totals(after), &human, &all),
                     decision,

@@ -128,6 +128,7 @@ impl RevisionAgent for Counting {
             rules: json!({"k": self.0}),
             rationale: format!("try {}", self.0),
             code: None,
+            verifier: None,
         }))
     }
 }
@@ -148,6 +149,7 @@ fn run(
         rules: json!({"k": 0}),
         origin: "initial".into(),
         code: None,
+        verifier: None,
     };
     let outcome = calibrate(
         config,
@@ -242,6 +244,7 @@ fn a_forged_or_moved_log_entry_is_not_replayed() {
                 rules: json!({"k": 0}),
                 origin: "initial".into(),
                 code: None,
+                verifier: None,
             },
             1,
             done,
@@ -311,6 +314,7 @@ fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
         rules: json!({"k": 0}),
         origin: "initial".into(),
         code: None,
+        verifier: None,
     };
     let outcome = calibrate(
         &CalibrationConfig::default(),

@@ -162,16 +162,19 @@ impl RevisionAgent for Scripted {
                 rules: json!({"k": 1}),
                 rationale: "new code".into(),
                 code: code(1),
+                verifier: None,
             }),
             2 => Some(Proposal {
                 rules: json!({"k": 2}),
                 rationale: "code that fails its cases".into(),
                 code: code(2),
+                verifier: None,
             }),
             3 => Some(Proposal {
                 rules: json!({"k": 3}),
                 rationale: "rules alone".into(),
                 code: None,
+                verifier: None,
             }),
             _ => None,
         })
@@ -207,6 +210,7 @@ fn refused_code_is_never_scored_later_rules_keep_the_live_code_and_a_replay_buil
         rules: json!({"k": 0}),
         origin: "initial".into(),
         code: None,
+        verifier: None,
     };
     // What each scored revision ran: (k, the component's sha256).
     let scored_runs = RefCell::new(Vec::new());

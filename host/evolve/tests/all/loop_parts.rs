@@ -36,6 +36,7 @@ fn loose() -> JudgeRevision {
         }),
         origin: "initial".into(),
         code: None,
+        verifier: None,
     }
 }
 
@@ -47,6 +48,7 @@ fn strict() -> JudgeRevision {
         rules,
         origin: "test".into(),
         code: None,
+        verifier: None,
     }
 }
 

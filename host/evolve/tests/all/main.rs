@@ -10,3 +10,4 @@ mod evolve_run;
 mod kept_policy;
 mod labels_import;
 mod loop_parts;
+mod verifier_revisions;

@@ -1,8 +1,6 @@
 //! What `verifine judge train` learns from: labelled (item, question,
 //! response) rows, turned into the exact ids the trained verifier will be
-//! asked with. Each row is rendered by the rubric plugin itself (asking a
-//! stand-in judge that only records the query), then encoded by the local
-//! judge backend of the model being trained: what the screen, `score` and
+//! asked with ([`verifine_judge::asked`]): what the screen, `score` and
 //! training later send that model is, byte for byte, what it learnt on.
 
 use crate::commands::verifiers::config::SliceFormat;
@@ -12,12 +10,11 @@ use clap::ValueEnum;
 use serde::Deserialize;
 use std::io::BufReader;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use verifine_base::PluginSpec;
 use verifine_base::files::JsonlLines;
+use verifine_judge::asked::{single_queries, yes_no_ids};
 use verifine_judge::local::LocalBackend;
-use verifine_runtime::scoring::{RewardPlugins, score_all};
-use verifine_runtime::{JudgeModels, ModelAnswer, ModelError, ModelRequest, Runtime, Sample};
+use verifine_runtime::{ModelRequest, Sample};
 use verifine_train::verifier::VerdictExample;
 
 /// Layouts of a labels file.
@@ -115,16 +112,7 @@ pub fn queries(
     rubric: &PluginSpec,
     reference_guided: bool,
 ) -> Result<Vec<ModelRequest>> {
-    let capture = Arc::new(Capture::default());
-    let runtime = Runtime::new(Default::default())?.with_judges(capture.clone());
     let config = serde_json::json!({"judge": "verifier", "batch": 1, "answer": "yes-no"});
-    let plugin = RewardPlugins::load(
-        &runtime,
-        rubric.clone(),
-        &config,
-        None,
-        &serde_json::json!({}),
-    )?;
     let samples: Vec<Sample> = rows
         .iter()
         .map(|r| match reference_guided {
@@ -132,26 +120,11 @@ pub fn queries(
             false => r.sample.clone(),
         })
         .collect();
-    let mut queries = Vec::with_capacity(rows.len());
-    for (row, sample) in rows.iter().zip(&samples) {
-        let scored = score_all(&plugin, std::slice::from_ref(sample), 1, 1, &|_| {})?;
-        let asked = std::mem::take(&mut *capture.asked.lock().expect("capture lock"));
-        let [query] = <[ModelRequest; 1]>::try_from(asked).map_err(|asked| {
-            let why = scored[0].error.clone().unwrap_or_default();
-            anyhow::anyhow!(
-                "{}: the rubric asked {} queries (one rubric item per row is needed){}",
-                row.source,
-                asked.len(),
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!("; it said: {why}")
-                }
-            )
-        })?;
-        queries.push(query);
-    }
-    Ok(queries)
+    let queries = single_queries(rubric, &config, &samples)?;
+    rows.iter()
+        .zip(queries)
+        .map(|(row, query)| query.map_err(|why| anyhow::anyhow!("{}: {why}", row.source)))
+        .collect()
 }
 
 /// Encodes each row's query as `backend` will be asked it.
@@ -163,62 +136,16 @@ pub fn examples(
     rows.into_iter()
         .zip(queries)
         .map(|(row, query)| {
-            let ids = backend.query_ids(query);
-            let pick = |word: &str| {
-                query
-                    .choices
-                    .iter()
-                    .position(|c| c.trim().eq_ignore_ascii_case(word))
-                    .map(|i| ids.choices[i].clone())
-            };
-            let (Some(yes), Some(no)) = (pick("yes"), pick("no")) else {
-                bail!(
-                    "{}: the rubric's query offers {:?}, not YES and NO",
-                    row.source,
-                    query.choices
-                );
-            };
+            let ids = yes_no_ids(backend, query)
+                .map_err(|why| anyhow::anyhow!("{}: {why}", row.source))?;
             Ok(VerdictExample {
                 group: row.sample.prompt.clone(),
                 source: row.source,
                 prompt: ids.prompt,
-                yes,
-                no,
+                yes: ids.yes,
+                no: ids.no,
                 met: row.met,
             })
         })
         .collect()
-}
-
-/// A stand-in judge that records what it is asked and answers the first
-/// choice.
-#[derive(Default)]
-struct Capture {
-    asked: Mutex<Vec<ModelRequest>>,
-}
-
-impl JudgeModels for Capture {
-    fn ask(
-        &self,
-        _plugin: &str,
-        requests: &[ModelRequest],
-    ) -> Vec<Result<ModelAnswer, ModelError>> {
-        self.asked
-            .lock()
-            .expect("capture lock")
-            .extend(requests.iter().cloned());
-        requests
-            .iter()
-            .map(|r| {
-                Ok(ModelAnswer {
-                    text: r.choices.first().cloned().unwrap_or_else(|| "YES".into()),
-                    logprobs: Vec::new(),
-                    usage: Default::default(),
-                    model: "capture".into(),
-                    seconds: 0.0,
-                    cached: false,
-                })
-            })
-            .collect()
-    }
 }

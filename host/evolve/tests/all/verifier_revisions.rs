@@ -1,0 +1,274 @@
+//! A judge revision that retrains the judge's model: the built-in agent of
+//! a verifier judge fine-tunes the live model on the accumulated labels,
+//! the revision carries the new checkpoint and keeps the rules, the judge
+//! then asks that checkpoint (the rubric's code is not rebuilt), and the
+//! same accept rule decides. Labels that cannot teach a verifier propose
+//! nothing; a config that cannot retrain is refused.
+
+use serde_json::json;
+use std::path::Path;
+use std::sync::Arc;
+use verifine_evolve::agent::{RevisionAgent, RevisionRequest};
+use verifine_evolve::calibration::{CalibrationConfig, Hooks, LabelledSet, calibrate, totals};
+use verifine_evolve::cases::Case;
+use verifine_evolve::judge::{Judge, JudgeRevision};
+use verifine_evolve::verifier::{RetrainConfig, VerifierAgent};
+use verifine_evolve::{EvolveConfig, EvolveError};
+use verifine_judge::{BackendConfig, JudgeConfig, JudgesConfig, LocalConfig, PromptTemplate};
+use verifine_runtime::Runtime;
+
+use crate::common::{label, scratch};
+
+const ITEM: &str = "The response's final answer is the correct answer to the problem.";
+
+fn judges(model: &Path) -> JudgesConfig {
+    let backend = BackendConfig::LocalSafetensors(LocalConfig {
+        path: model.to_path_buf(),
+        template: PromptTemplate::Model,
+        cuda: false,
+        prefix_cache_prompts: 0,
+    });
+    JudgesConfig {
+        judges: [(
+            "verifier".to_string(),
+            JudgeConfig {
+                backend,
+                price: Default::default(),
+                budget: Default::default(),
+            },
+        )]
+        .into(),
+        cache_dir: None,
+    }
+}
+
+/// `healthbench` asking the tiny model one YES/NO item about each case.
+fn verifier_judge(model: &Path, dir: &Path) -> Judge {
+    let config = judges(model);
+    let runtime = Runtime::new(Default::default())
+        .unwrap()
+        .with_judges(Arc::new(verifine_judge::Judges::new(&config).unwrap()));
+    Judge::load(runtime, &"healthbench".into(), 1, &dir.join("judge"))
+        .unwrap()
+        .with_context(Some(
+            &json!({"rubrics": [{"criterion": ITEM, "points": 1.0}]}),
+        ))
+        .retraining(config, "verifier")
+        .unwrap()
+}
+
+fn initial() -> JudgeRevision {
+    JudgeRevision {
+        number: 0,
+        rules: json!({"judge": "verifier", "batch": 1, "answer": "yes-no"}),
+        origin: "initial".into(),
+        code: None,
+        verifier: None,
+    }
+}
+
+/// `questions` questions, a right (label 1) and a wrong (label 0) answer
+/// to each; the newest batch is the last third.
+fn labelled(questions: usize, right: impl Fn(usize) -> bool) -> LabelledSet {
+    let mut set = LabelledSet::default();
+    for q in 0..questions {
+        for (answer, correct) in [(q + 2, right(q)), (q + 3, !right(q))] {
+            let i = set.cases.len();
+            set.cases.push(Case {
+                id: format!("c{i}"),
+                scenario: "s".into(),
+                prompt: format!("What is {q} + 2?"),
+                response: format!("{q} + 2 = {answer}\n#### {answer}"),
+                reference: format!("#### {}", q + 2),
+            });
+            set.labels.push(label(i, if correct { 1.0 } else { 0.0 }));
+            if q * 3 >= questions * 2 {
+                set.current.push(i)
+            } else {
+                set.earlier.push(i)
+            }
+        }
+    }
+    set
+}
+
+fn retrain() -> RetrainConfig {
+    RetrainConfig {
+        steps: 30,
+        batch_size: 4,
+        learning_rate: 1e-2,
+        warmup_steps: 2,
+        lora_r: 4,
+        max_seq_len: 2048,
+        ..RetrainConfig::default()
+    }
+}
+
+#[test]
+fn a_verifier_revision_retrains_the_model_and_the_judge_asks_the_new_checkpoint() {
+    let dir = scratch("verifier-revision");
+    let model = dir.join("base");
+    verifine_train::test_support::write_tiny_checkpoint(&model, 0.0).unwrap();
+    let judge = verifier_judge(&model, &dir);
+    let set = labelled(8, |_| true);
+    let live = initial();
+    let before = judge.score(&live, &set.cases).unwrap();
+    assert!(
+        before.iter().all(|s| s.error.is_none()),
+        "the configured model answers: {:?}",
+        before[0]
+    );
+    let config = RetrainConfig {
+        compare_heldout: false,
+        ..retrain()
+    };
+    let out = dir.join("retrained");
+    let mut agent = VerifierAgent::new(&config, &judge, out.clone(), 3);
+    let request = RevisionRequest {
+        live: &live,
+        disputed: &[],
+        clarifications: &[],
+        tried: &[],
+        cases: &set.cases,
+        labels: &set.labels,
+    };
+    let proposal = agent.propose(&request).unwrap().expect("a retraining");
+    // The rules stay; the checkpoint is new and was trained on every label.
+    assert_eq!(proposal.rules, live.rules);
+    assert_eq!(proposal.verifier.as_deref(), Some(out.join("hf").as_path()));
+    assert!(out.join("hf/model.safetensors").is_file());
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        report["train_examples"].as_u64().unwrap() + report["heldout_examples"].as_u64().unwrap(),
+        16
+    );
+    assert!(
+        proposal.rationale.contains("held-out"),
+        "{}",
+        proposal.rationale
+    );
+    // One retraining per judge loop.
+    assert_eq!(agent.propose(&request).unwrap(), None);
+
+    // The judge under the candidate asks the retrained checkpoint.
+    let candidate = JudgeRevision {
+        number: 1,
+        verifier: proposal.verifier.clone(),
+        ..live.clone()
+    };
+    let after = judge.score(&candidate, &set.cases).unwrap();
+    assert!(after.iter().all(|s| s.error.is_none()), "{:?}", after[0]);
+    assert_ne!(
+        totals(&before),
+        totals(&after),
+        "the retrained model answers differently"
+    );
+    // A loop that resumes reuses the finished retraining.
+    let mut again = VerifierAgent::new(&config, &judge, out.clone(), 3);
+    assert_eq!(again.propose(&request).unwrap().unwrap(), proposal);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn calibration_logs_the_retrained_checkpoint_and_only_a_held_out_win_is_proposed() {
+    let dir = scratch("verifier-calibration");
+    let model = dir.join("base");
+    verifine_train::test_support::write_tiny_checkpoint(&model, 0.0).unwrap();
+    let judge = verifier_judge(&model, &dir);
+    let set = labelled(9, |q| q % 2 == 0);
+    let config = retrain();
+    let mut agent = VerifierAgent::new(&config, &judge, dir.join("round-1"), 5);
+    let mut logged = Vec::new();
+    let outcome = calibrate(
+        &CalibrationConfig::default(),
+        1,
+        &set,
+        initial(),
+        1,
+        &[],
+        &mut agent,
+        &[],
+        Hooks {
+            score: &mut |revision| judge.score(revision, &set.cases),
+            admit: &mut |_, _| unreachable!("a retraining hands in no code"),
+            log: &mut |entry, _, _| {
+                logged.push(entry.clone());
+                Ok(())
+            },
+        },
+    )
+    .unwrap();
+    // At most one proposal; when made, it names the checkpoint and held
+    // out no worse than the live model.
+    assert!(logged.len() <= 1, "{logged:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("round-1/report.json")).unwrap())
+            .unwrap();
+    let (before, after) = (
+        report["before"]["balanced_accuracy"].as_f64().unwrap(),
+        report["after"]["balanced_accuracy"].as_f64().unwrap(),
+    );
+    match logged.first() {
+        Some(entry) => {
+            assert!(after >= before, "{before} -> {after}");
+            assert_eq!(entry.verifier, Some(dir.join("round-1/hf")));
+            assert_eq!(
+                outcome.live.verifier.is_some(),
+                entry.revision.is_some(),
+                "an accepted retraining makes its checkpoint live"
+            );
+        }
+        None => assert!(after < before, "{before} -> {after}: not proposed"),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn labels_of_one_verdict_propose_nothing_and_bad_configs_are_refused() {
+    let dir = scratch("verifier-refusals");
+    let model = dir.join("base");
+    verifine_train::test_support::write_tiny_checkpoint(&model, 0.0).unwrap();
+    let judge = verifier_judge(&model, &dir);
+    let mut set = labelled(4, |_| true);
+    for l in &mut set.labels {
+        l.total = 1.0;
+    }
+    let config = retrain();
+    let live = initial();
+    let mut agent = VerifierAgent::new(&config, &judge, dir.join("one-class"), 0);
+    let request = RevisionRequest {
+        live: &live,
+        disputed: &[],
+        clarifications: &[],
+        tried: &[],
+        cases: &set.cases,
+        labels: &set.labels,
+    };
+    assert_eq!(agent.propose(&request).unwrap(), None);
+    assert!(!dir.join("one-class/hf").exists(), "nothing was trained");
+
+    // A judges-file name that is not there, or a judge that is not local.
+    let err = Judge::load(
+        Runtime::new(Default::default()).unwrap(),
+        &"healthbench".into(),
+        1,
+        &dir.join("judge"),
+    )
+    .unwrap()
+    .retraining(judges(&model), "golden")
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("\"verifier\""), "{err}");
+
+    let parse = |extra: &str| EvolveConfig::parse(&format!("{extra}\n[verifier]\nsteps = 5\n"));
+    let err: EvolveError = parse("").unwrap_err();
+    assert!(err.to_string().contains("judges = FILE"), "{err}");
+    let err = parse("judges = \"j.toml\"\n[agent]\ncommand = [\"agent.sh\"]").unwrap_err();
+    assert!(err.to_string().contains("choose one"), "{err}");
+    let err =
+        EvolveConfig::parse("judges = \"j.toml\"\n[verifier]\nheldout_share = 0.0\n").unwrap_err();
+    assert!(err.to_string().contains("heldout_share"), "{err}");
+    assert!(EvolveConfig::parse("judges = \"j.toml\"\n[verifier]\nsteps = 5\n").is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
