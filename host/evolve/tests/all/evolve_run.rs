@@ -392,8 +392,12 @@ fn every_example_config_parses_and_its_judge_takes_its_rules() {
             &serde_json::json!({}),
         )
         .unwrap();
-        let sample =
+        // The case as the judge sees it: with the config's context.
+        let mut sample =
             verifine_runtime::Sample::new("s", "Start with 2, then add 3.", "2 + 3 = 5\n#### 5");
+        if let Some(context) = &config.judge_context {
+            sample.context = context.to_string();
+        }
         let scored =
             verifine_runtime::scoring::score_all(&judge, &[sample], 1, 1, &|_| {}).unwrap();
         // Without its judges file here, a model-backed judge can only say so.

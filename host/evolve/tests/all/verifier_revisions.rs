@@ -9,13 +9,14 @@ use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use verifine_evolve::agent::{RevisionAgent, RevisionRequest};
-use verifine_evolve::calibration::{CalibrationConfig, Hooks, LabelledSet, calibrate, totals};
+use verifine_evolve::calibration::{CalibrationConfig, Hooks, LabelledSet, calibrate};
 use verifine_evolve::cases::Case;
 use verifine_evolve::judge::{Judge, JudgeRevision};
 use verifine_evolve::verifier::{RetrainConfig, VerifierAgent};
 use verifine_evolve::{EvolveConfig, EvolveError};
 use verifine_judge::{BackendConfig, JudgeConfig, JudgesConfig, LocalConfig, PromptTemplate};
-use verifine_runtime::Runtime;
+use verifine_runtime::scoring::score_all;
+use verifine_runtime::{Runtime, Sample};
 
 use crate::common::{label, scratch};
 
@@ -92,6 +93,23 @@ fn labelled(questions: usize, right: impl Fn(usize) -> bool) -> LabelledSet {
     set
 }
 
+/// Each case's verdict confidence under `revision`.
+fn confidences(judge: &Judge, revision: &JudgeRevision, cases: &[Case]) -> Vec<Option<f64>> {
+    let samples: Vec<Sample> = cases
+        .iter()
+        .map(|c| {
+            let mut sample = Sample::new(&c.id, &c.prompt, &c.response);
+            sample.context = json!({"rubrics": [{"criterion": ITEM, "points": 1.0}]}).to_string();
+            sample
+        })
+        .collect();
+    score_all(&judge.plugins(revision).unwrap(), &samples, 8, 1, &|_| {})
+        .unwrap()
+        .into_iter()
+        .map(|s| s.judgment.unwrap().verdicts[0].confidence)
+        .collect()
+}
+
 fn retrain() -> RetrainConfig {
     RetrainConfig {
         steps: 30,
@@ -159,10 +177,12 @@ fn a_verifier_revision_retrains_the_model_and_the_judge_asks_the_new_checkpoint(
     };
     let after = judge.score(&candidate, &set.cases).unwrap();
     assert!(after.iter().all(|s| s.error.is_none()), "{:?}", after[0]);
+    // Verdicts are YES or NO; the retrained model's confidence in them (the
+    // model's probability of its answer) is its own.
     assert_ne!(
-        totals(&before),
-        totals(&after),
-        "the retrained model answers differently"
+        confidences(&judge, &live, &set.cases),
+        confidences(&judge, &candidate, &set.cases),
+        "the retrained model answers with other probabilities"
     );
     // A loop that resumes reuses the finished retraining.
     let mut again = VerifierAgent::new(&config, &judge, out.clone(), 3);
