@@ -70,7 +70,13 @@ impl Evolve {
             vec![1.0; items.len()]
         };
         let mut config = self.config.train.clone();
-        config.init_from = Some(start);
+        if config.model.from.is_some() {
+            // A pretrained policy goes on from the checkpoint its start
+            // exported (new adapters over the merged weights).
+            config.model.from = Some(start.join("hf"));
+        } else {
+            config.init_from = Some(start);
+        }
         config.sampling_seed = self.config.seed;
         config.pass_at_k = 0;
         let (prompts, sft_targets) = if membership {

@@ -2,7 +2,7 @@
 //! co-evolution loop asks it for answers to judge), and the batched
 //! answering that held-out evaluation shares with it.
 
-use crate::config::ModelSize;
+use crate::config::{FreezeConfig, ModelSize};
 use crate::conversation::{Rollout, RolloutOptions, rollouts};
 use crate::error::{Result, ensure};
 use crate::model::{Decoder, load_matching_weights};
@@ -13,6 +13,7 @@ use candle_core::Device;
 use candle_nn::VarMap;
 use std::path::Path;
 use verifine_base::SplitMix64;
+use verifine_models::Pretrained;
 
 /// Rows (problems × copies) decoded per batch.
 const CHUNK: usize = 50;
@@ -71,9 +72,22 @@ impl Policy {
     /// Reads `tokenizer.json` and `model.safetensors` of the finished run in
     /// `run_dir`, into a model of size `model` (refused, naming both shapes
     /// and the file, when the weights are of another size).
+    ///
+    /// A run of a pretrained policy (`[model] from`) is read from the
+    /// checkpoint it exported (`hf/`: merged weights, the model's own
+    /// tokenizer and chat template).
     pub fn load(run_dir: &Path, model: &ModelSize) -> Result<Policy> {
-        let tokenizer = ChatTokenizer::load(&run_dir.join("tokenizer.json"))?;
         let device = crate::run::device()?;
+        let exported = run_dir.join("hf");
+        if model.from.is_some() {
+            ensure!(
+                exported.join("config.json").is_file(),
+                "{}: a pretrained policy's run exports hf/ when it finishes; it has none",
+                run_dir.display()
+            );
+            return Policy::load_exported(&exported, model, device);
+        }
+        let tokenizer = ChatTokenizer::load(&run_dir.join("tokenizer.json"))?;
         let varmap = VarMap::new();
         let decoder = Decoder::new(model.model_config(tokenizer.vocab_size()), &varmap, &device)?;
         load_matching_weights(&varmap, &run_dir.join("model.safetensors"), &device)?;
@@ -81,6 +95,32 @@ impl Policy {
         let model = decoder.frozen_copy()?.cast(model.compute_dtype)?;
         Ok(Policy {
             model,
+            tokenizer,
+            device,
+        })
+    }
+
+    fn load_exported(checkpoint: &Path, model: &ModelSize, device: Device) -> Result<Policy> {
+        let pretrained = Pretrained::load(checkpoint, &device)?;
+        let tokenizer = ChatTokenizer::pretrained(&pretrained)?;
+        let varmap = VarMap::new();
+        // Every weight as it was exported: no adapters, nothing frozen.
+        let plan = ModelSize {
+            lora: None,
+            freeze: FreezeConfig::default(),
+            ..model.clone()
+        }
+        .trainable_plan();
+        let decoder = Decoder::from_pretrained(
+            &pretrained.spec,
+            &pretrained.weights,
+            model.max_seq_len,
+            &plan,
+            &varmap,
+            0,
+        )?;
+        Ok(Policy {
+            model: decoder.frozen_copy()?.cast(model.compute_dtype)?,
             tokenizer,
             device,
         })
