@@ -244,3 +244,63 @@ fn a_pretrained_run_resumes_exactly_and_refuses_a_changed_base() {
         "{error}"
     );
 }
+
+/// What the co-evolution loop does with a pretrained policy: a finished
+/// run is read back as a policy from the checkpoint it exported (its
+/// merged weights, the model's own tokenizer), greedy answers as its final
+/// evaluation answered, and a later run continues from that checkpoint.
+#[test]
+fn a_pretrained_run_is_a_policy_from_its_export_and_a_start_for_the_next() {
+    let dir = scratch("policy");
+    let base = dir.join("base");
+    write_base(&base, 0.0);
+    let run = dir.join("run");
+    let config = config(&base);
+    train(&config, "", &run, host()).unwrap();
+    let policy = verifine_train::Policy::load(&run, &config.model).unwrap();
+    let answers: Vec<verifine_train::HeldoutAnswer> =
+        verifine_base::read_jsonl(&run.join("heldout_answers.jsonl")).unwrap();
+    let (_, heldout) = verifine_train::task::splits(
+        config.seed,
+        config.train_problems,
+        config.heldout_problems,
+        &config.task,
+    );
+    let greedy = policy
+        .answer(
+            &heldout,
+            verifine_train::rollout::Sampling::Greedy,
+            1,
+            config.grpo.max_new_tokens,
+            0,
+        )
+        .unwrap();
+    assert_eq!(greedy.len(), answers.len());
+    let same = greedy
+        .iter()
+        .zip(&answers)
+        .filter(|(g, a)| g[0] == a.response)
+        .count();
+    // Merged weights compute what the adapters did up to rounding.
+    assert!(
+        same * 10 >= answers.len() * 9,
+        "{same} of {}",
+        answers.len()
+    );
+
+    let next = TrainConfig {
+        model: verifine_train::config::ModelSize {
+            from: Some(run.join("hf")),
+            ..config.model.clone()
+        },
+        ..config.clone()
+    };
+    train(&next, "", &dir.join("next"), host()).unwrap();
+    assert!(dir.join("next/hf/model.safetensors").is_file());
+
+    // A run that never exported is named.
+    std::fs::remove_dir_all(run.join("hf")).unwrap();
+    let err = verifine_train::Policy::load(&run, &config.model).unwrap_err();
+    assert!(err.to_string().contains("hf/"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
