@@ -242,6 +242,13 @@ impl EvolveConfig {
                     verifier.heldout_share
                 ));
             }
+            if !(verifier.met_at > 0.0 && verifier.met_at <= 1.0) {
+                return fail(format!(
+                    "[verifier] met_at {} must be in (0, 1]: labels score in [0, 1], and at 0 \
+                     every case is met",
+                    verifier.met_at
+                ));
+            }
         }
         if self.train.init_from.is_some() {
             return fail(

@@ -3,7 +3,12 @@
 //! names it in the judges file) — the built-in agent's proposal is that
 //! model fine-tuned (LoRA, as `verifine judge train` does) from the live
 //! revision's checkpoint on every label accumulated so far: a case is met
-//! when its label's total reaches the pass mark. The rules stay as they
+//! when its label's total reaches the pass mark, or — when the verifier's
+//! item asks about one thing only, such as the final answer's correctness —
+//! when the label's score on that dimension does (`met_dimension`): a
+//! correctness verifier retrained on overall quality learns to pass wrong
+//! answers that look careful, and a policy rewarded by it learns to write
+//! them. The rules stay as they
 //! are; the revision carries the new checkpoint, and the same accept rule
 //! decides, after which the judge asks the new model (hot-swapped: the
 //! rubric's code is not rebuilt).
@@ -16,6 +21,7 @@
 use crate::agent::{Proposal, RevisionAgent, RevisionRequest};
 use crate::error::{EvolveError, Result};
 use crate::judge::Judge;
+use crate::labels::Label;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use verifine_base::{FileError, PASS_MARK};
@@ -61,6 +67,11 @@ pub struct RetrainConfig {
     /// held-out questions is not below the live model's (off: every
     /// retraining is proposed, and the accept rule alone decides).
     pub compare_heldout: bool,
+    /// The label dimension the verifier's item asks about (a correctness
+    /// item: the simulated annotator's `complete`); unset, the label's total.
+    pub met_dimension: Option<String>,
+    /// A case is met when that score (or the total) is at least this.
+    pub met_at: f64,
 }
 
 impl Default for RetrainConfig {
@@ -78,7 +89,28 @@ impl Default for RetrainConfig {
             max_seconds: None,
             balance: ClassBalance::Weighted,
             compare_heldout: true,
+            met_dimension: None,
+            met_at: PASS_MARK,
         }
+    }
+}
+
+impl RetrainConfig {
+    /// Whether a label says the verifier's item is met.
+    pub fn met(&self, label: &Label) -> Result<bool> {
+        let score = match &self.met_dimension {
+            None => label.total,
+            Some(name) => *label.dimensions.get(name).ok_or_else(|| {
+                EvolveError::Invalid(format!(
+                    "case {}: {}'s label has no dimension {name:?} ([verifier] met_dimension); \
+                     it has {:?}",
+                    label.case_id,
+                    label.annotator,
+                    label.dimensions.keys().collect::<Vec<_>>()
+                ))
+            })?,
+        };
+        Ok(score >= self.met_at)
     }
 }
 
@@ -132,7 +164,7 @@ impl<'a> VerifierAgent<'a> {
                     prompt: ids.prompt,
                     yes: ids.yes,
                     no: ids.no,
-                    met: label.total >= PASS_MARK,
+                    met: self.config.met(label)?,
                 })
             })
             .collect()

@@ -292,3 +292,35 @@ fn labels_of_one_verdict_propose_nothing_and_bad_configs_are_refused() {
     assert!(EvolveConfig::parse("judges = \"j.toml\"\n[verifier]\nsteps = 5\n").is_ok());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_correctness_verifier_learns_the_labels_correctness_not_their_overall_score() {
+    // A wrong answer whose steps compute: the overall mean passes, the
+    // correctness dimension does not.
+    let mut careful_but_wrong = label(0, 0.61);
+    careful_but_wrong.dimensions = [
+        ("grounded".to_string(), 0.33),
+        ("valid".to_string(), 1.0),
+        ("complete".to_string(), 0.5),
+    ]
+    .into();
+    let overall = RetrainConfig::default();
+    assert!(overall.met(&careful_but_wrong).unwrap());
+    let correctness = RetrainConfig {
+        met_dimension: Some("complete".into()),
+        met_at: 1.0,
+        ..RetrainConfig::default()
+    };
+    assert!(!correctness.met(&careful_but_wrong).unwrap());
+    careful_but_wrong.dimensions.insert("complete".into(), 1.0);
+    assert!(correctness.met(&careful_but_wrong).unwrap());
+
+    // A label without the dimension is named, with what it has.
+    let err = correctness.met(&label(7, 1.0)).unwrap_err().to_string();
+    assert!(
+        err.contains("c7") && err.contains("\"complete\"") && err.contains("grounded"),
+        "{err}"
+    );
+    let err = EvolveConfig::parse("judges = \"j.toml\"\n[verifier]\nmet_at = 0.0\n").unwrap_err();
+    assert!(err.to_string().contains("met_at"), "{err}");
+}
