@@ -59,7 +59,7 @@ pub mod trigger {
 }
 
 /// Parses the plugin's config once per call.
-fn config<C: DeserializeOwned + Default>(ctx: &Context) -> Result<C, String> {
+pub fn config<C: DeserializeOwned + Default>(ctx: &Context) -> Result<C, String> {
     let text = ctx.config.trim();
     if text.is_empty() || text == "{}" || text == "null" {
         return Ok(C::default());
@@ -101,12 +101,41 @@ fn pack<T: serde::Serialize>(call: &str, value: &T) -> Vec<u8> {
 
 /// `judge` over contract 0.3's packed batch: postcard in, postcard out
 /// (the format `judge-packed` documents in the contract).
+/// The rubric's allocations come from the call arena ([`call_arena`]); the
+/// samples' strings (kept for the next batch) and the answer are allocated
+/// before it starts.
 pub fn judge_packed<R: Rubric>(ctx: Context, bytes: &[u8]) -> Vec<u8> {
     LAST_BATCH.with_borrow_mut(|samples| {
         packed::read_samples_into(bytes, samples)
             .unwrap_or_else(|e| panic!("judge-packed: undecodable batch from the host: {e}"));
-        pack("judge-packed", &judge::<R>(&ctx, samples))
+        let answer = Vec::with_capacity(LAST_ANSWER_LEN.get().max(64));
+        let answer = call_arena::during_call(|| {
+            let judged = judge::<R>(&ctx, samples);
+            postcard::to_extend(&judged, answer)
+                .unwrap_or_else(|e| panic!("judge-packed: unencodable answer: {e}"))
+        });
+        LAST_ANSWER_LEN.set(answer.len());
+        answer
     })
+}
+
+thread_local! {
+    /// The fast path's judgment buffers, reused from sample to sample.
+    static SCRATCH: RefCell<in_place::Scratch> = RefCell::new(in_place::Scratch::default());
+}
+
+/// `judge-packed` on the fast path: samples read in place, judgments
+/// written in place ([`RubricInPlace`]).
+pub fn judge_packed_in_place<R: RubricInPlace>(ctx: Context, bytes: &[u8]) -> Vec<u8> {
+    let config = config::<R::Config>(&ctx);
+    let mut answer = Vec::with_capacity(LAST_ANSWER_LEN.get());
+    SCRATCH
+        .with_borrow_mut(|scratch| {
+            in_place::judge_packed::<R>(&config, &ctx, bytes, scratch, &mut answer)
+        })
+        .unwrap_or_else(|e| panic!("judge-packed: undecodable batch from the host: {e}"));
+    LAST_ANSWER_LEN.set(answer.len());
+    answer
 }
 
 /// `aggregate` over contract 0.3's packed batch.

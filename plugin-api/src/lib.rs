@@ -31,6 +31,54 @@
 //! # }
 //! ```
 //!
+//! ## The fast path
+//!
+//! Owned samples and judgments cost allocations on both sides of the
+//! sandbox. A rubric that is called often and does little per sample can
+//! also implement [`RubricInPlace`]: it reads a [`SampleView`] that borrows
+//! the host's packed batch and writes through a [`JudgmentWriter`], which
+//! reuses its buffers from sample to sample. Its owned [`Rubric::judge`]
+//! stays available (tests, the native build) through [`judge_owned`]:
+//!
+//! ```
+//! use verifine_plugin_api::*;
+//!
+//! struct SaysPlease;
+//!
+//! impl Rubric for SaysPlease {
+//!     type Config = NoConfig;
+//!     fn describe() -> RubricInfo {
+//!         RubricInfo::new("says-please", env!("CARGO_PKG_VERSION"))
+//!             .criterion(Criterion::new("polite", "The response says please", 1.0))
+//!     }
+//!     fn judge(config: &NoConfig, ctx: &Context, sample: &Sample) -> Result<Judgment, String> {
+//!         judge_owned::<Self>(config, ctx, sample)
+//!     }
+//! }
+//!
+//! impl RubricInPlace for SaysPlease {
+//!     fn judge_in_place(
+//!         _: &NoConfig,
+//!         _: &Context,
+//!         sample: &SampleView<'_>,
+//!         out: &mut JudgmentWriter<'_>,
+//!     ) -> Result<(), String> {
+//!         let polite = sample.response.contains("please");
+//!         out.verdict(VerdictRef::met("polite", polite))
+//!             .explain(format_args!("{} bytes read", sample.response.len()));
+//!         Ok(())
+//!     }
+//! }
+//!
+//! export_plugin!(rubric_in_place: SaysPlease);
+//! # fn main() {
+//! let sample = Sample::new("s1", "Ask for the salt.", "Could you please pass it?");
+//! let judgment = SaysPlease::judge(&NoConfig::default(), &Context::at_step(0), &sample).unwrap();
+//! assert_eq!(judgment.verdicts[0].met, Some(true));
+//! assert_eq!(judgment.explanation.as_deref(), Some("25 bytes read"));
+//! # }
+//! ```
+//!
 //! The generated WebAssembly bindings stay private; the types re-exported here
 //! are plain Rust structs with public fields. [`export_plugin!`] also stamps the
 //! contract version, the plugin kind and the crate's name and version into a
@@ -45,7 +93,10 @@
 #![warn(missing_docs)]
 
 mod builders;
+#[doc(hidden)]
+pub mod call_arena;
 mod host_calls;
+pub mod in_place;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 mod packed;
@@ -54,6 +105,7 @@ pub mod verdicts;
 
 pub use builders::NoConfig;
 pub use host_calls::{ask_judges, judge_model, log};
+pub use in_place::{JudgmentWriter, Number, RubricInPlace, SampleView, VerdictRef, judge_owned};
 
 /// The contract version this SDK was built against (`verifine:plugin@API_VERSION`).
 pub const API_VERSION: &str = verifine_contract::VERSION;
@@ -163,7 +215,8 @@ pub trait Trigger {
 
 /// Registers a plugin type as the crate's export and stamps its metadata.
 ///
-/// `export_plugin!(rubric: MyRubric)`; likewise `aggregator:`, `curriculum:`,
+/// `export_plugin!(rubric: MyRubric)`; likewise `rubric_in_place:` (a
+/// [`RubricInPlace`] on its fast path), `aggregator:`, `curriculum:`,
 /// `trigger:`. Use it once per crate.
 #[macro_export]
 macro_rules! export_plugin {
@@ -172,6 +225,13 @@ macro_rules! export_plugin {
     };
     // Stamps another contract version; only for the host's compatibility tests.
     (@stamped $api:expr, rubric: $plugin:ty) => {
+        $crate::export_plugin!(@rubric $api, $plugin, judge_packed);
+    };
+    // The fast path: `judge-packed` reads in place and writes in place.
+    (@stamped $api:expr, rubric_in_place: $plugin:ty) => {
+        $crate::export_plugin!(@rubric $api, $plugin, judge_packed_in_place);
+    };
+    (@rubric $api:expr, $plugin:ty, $packed:ident) => {
         $crate::__stamp_metadata!($api, "rubric");
         // Exports exist only in the component; a native build (unit tests,
         // benchmarks) links the plugin as an ordinary library.
@@ -198,7 +258,7 @@ macro_rules! export_plugin {
                     ctx: $crate::Context,
                     samples: ::std::vec::Vec<u8>,
                 ) -> ::std::vec::Vec<u8> {
-                    $crate::__private::judge_packed::<$plugin>(ctx, &samples)
+                    $crate::__private::$packed::<$plugin>(ctx, &samples)
                 }
             }
             $crate::__private::rubric::export_rubric_world!(

@@ -34,6 +34,8 @@ pub use verifine_native_abi::{
 pub mod kind {
     /// A rubric.
     pub const rubric: u32 = verifine_native_abi::KIND_RUBRIC;
+    /// A rubric on the fast path (a rubric to the host).
+    pub const rubric_in_place: u32 = verifine_native_abi::KIND_RUBRIC;
     /// An aggregator.
     pub const aggregator: u32 = verifine_native_abi::KIND_AGGREGATOR;
     /// A curriculum.
@@ -125,6 +127,27 @@ pub fn rubric<R: Rubric>(function: u32, input: &[u8]) -> Result<Vec<u8>, String>
             encode(&__private::judge::<R>(&ctx, &samples))
         }
         other => Err(no_such_function("rubric", other)),
+    }
+}
+
+/// Dispatch of a rubric on the fast path ([`crate::RubricInPlace`]): the
+/// samples after the context are read in place, as a component reads them.
+pub fn rubric_in_place<R: crate::RubricInPlace>(
+    function: u32,
+    input: &[u8],
+) -> Result<Vec<u8>, String> {
+    match function {
+        CALL_JUDGE => {
+            let (ctx, samples) = postcard::take_from_bytes::<Context>(input)
+                .map_err(|e| format!("undecodable input: {e}"))?;
+            let config = __private::config::<R::Config>(&ctx);
+            let mut answer = Vec::new();
+            let mut scratch = crate::in_place::Scratch::default();
+            crate::in_place::judge_packed::<R>(&config, &ctx, samples, &mut scratch, &mut answer)
+                .map_err(|e| format!("undecodable input: {e}"))?;
+            Ok(answer)
+        }
+        other => rubric::<R>(other, input),
     }
 }
 

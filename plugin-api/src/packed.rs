@@ -1,7 +1,8 @@
-//! Reading contract 0.3's packed samples into the strings of the previous
-//! batch. Decoding through serde allocates every string of every sample
-//! afresh and frees it after the call; reading in place reuses the
-//! capacity the last batch left, so a steady run of batches allocates
+//! Reading contract 0.3's packed samples: in place, as borrowed views (the
+//! fast path, [`crate::in_place`]), or into the strings of the previous
+//! batch (the owned path). Decoding through serde allocates every string of
+//! every sample afresh and frees it after the call; reading into the last
+//! batch reuses the capacity it left, so a steady run of batches allocates
 //! nothing on the way in. (A component's linear memory never shrinks, so
 //! holding the last batch's capacity costs the host nothing more.)
 //!
@@ -10,6 +11,7 @@
 //! string as a varint length and UTF-8 bytes, an option as a 0/1 tag.
 
 use crate::Sample;
+use crate::in_place::{Metadata, SampleView};
 
 /// Where a packed batch stops making sense.
 #[derive(Debug, PartialEq)]
@@ -32,6 +34,28 @@ pub(crate) fn read_samples_into(
     bytes: &[u8],
     samples: &mut Vec<Sample>,
 ) -> Result<(), PackedError> {
+    let mut views = views(bytes)?;
+    samples.truncate(views.len());
+    let mut i = 0;
+    while let Some(view) = views.next_view()? {
+        if i == samples.len() {
+            samples.push(empty_sample());
+        }
+        copy_into(&view, &mut samples[i]);
+        i += 1;
+    }
+    views.finish()
+}
+
+/// The samples of a packed batch, read in place one at a time.
+pub(crate) struct Views<'a> {
+    reader: Reader<'a>,
+    left: usize,
+    count: usize,
+}
+
+/// Starts reading the batch in `bytes`.
+pub(crate) fn views(bytes: &[u8]) -> Result<Views<'_>, PackedError> {
     let mut reader = Reader { bytes, at: 0 };
     let count = reader.len()?;
     // Six bytes is the smallest sample (six empty fields): a count larger
@@ -39,17 +63,75 @@ pub(crate) fn read_samples_into(
     if count > bytes.len() / 6 {
         return Err(reader.error("a sample count larger than the batch can hold"));
     }
-    samples.truncate(count);
-    for i in 0..count {
-        if i == samples.len() {
-            samples.push(empty_sample());
+    Ok(Views {
+        reader,
+        left: count,
+        count,
+    })
+}
+
+impl<'a> Views<'a> {
+    /// How many samples the batch holds.
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The next sample, or `None` after the last.
+    pub(crate) fn next_view(&mut self) -> Result<Option<SampleView<'a>>, PackedError> {
+        if self.left == 0 {
+            return Ok(None);
         }
-        reader.sample_into(&mut samples[i])?;
+        self.left -= 1;
+        self.reader.view().map(Some)
     }
-    if reader.at != bytes.len() {
-        return Err(reader.error("bytes after the last sample"));
+
+    /// Checks that nothing follows the last sample.
+    pub(crate) fn finish(self) -> Result<(), PackedError> {
+        if self.left > 0 {
+            return Err(self.reader.error("samples left unread"));
+        }
+        if self.reader.at != self.reader.bytes.len() {
+            return Err(self.reader.error("bytes after the last sample"));
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// The `count` metadata pairs encoded in `bytes` (checked when the view
+/// holding them was read).
+pub(crate) fn pairs(bytes: &[u8], count: usize) -> impl Iterator<Item = (&str, &str)> {
+    let mut reader = Reader { bytes, at: 0 };
+    (0..count).map(move |_| {
+        let key = reader.text().expect("metadata checked when read");
+        let value = reader.text().expect("metadata checked when read");
+        (key, value)
+    })
+}
+
+fn copy_into(view: &SampleView<'_>, sample: &mut Sample) {
+    let copy = |text: &str, out: &mut String| {
+        out.clear();
+        out.push_str(text);
+    };
+    copy(view.id, &mut sample.id);
+    copy(view.prompt, &mut sample.prompt);
+    copy(view.response, &mut sample.response);
+    match view.reference {
+        None => sample.reference = None,
+        Some(text) => copy(text, sample.reference.get_or_insert_with(String::new)),
+    }
+    copy(view.context, &mut sample.context);
+    let mut pairs = 0;
+    for (key, value) in view.metadata() {
+        if pairs == sample.metadata.len() {
+            sample.metadata.push((String::new(), String::new()));
+        }
+        let (k, v) = &mut sample.metadata[pairs];
+        copy(key, k);
+        copy(value, v);
+        pairs += 1;
+    }
+    sample.metadata.truncate(pairs);
 }
 
 fn empty_sample() -> Sample {
@@ -124,40 +206,39 @@ impl<'a> Reader<'a> {
         Ok(text)
     }
 
-    fn text_into(&mut self, out: &mut String) -> Result<(), PackedError> {
-        let text = self.text()?;
-        out.clear();
-        out.push_str(text);
-        Ok(())
-    }
-
-    fn sample_into(&mut self, sample: &mut Sample) -> Result<(), PackedError> {
-        self.text_into(&mut sample.id)?;
-        self.text_into(&mut sample.prompt)?;
-        self.text_into(&mut sample.response)?;
-        match self.byte()? {
-            0 => sample.reference = None,
-            1 => self.text_into(sample.reference.get_or_insert_with(String::new))?,
+    fn view(&mut self) -> Result<SampleView<'a>, PackedError> {
+        let id = self.text()?;
+        let prompt = self.text()?;
+        let response = self.text()?;
+        let reference = match self.byte()? {
+            0 => None,
+            1 => Some(self.text()?),
             _ => {
                 self.at -= 1;
                 return Err(self.error("an option tag other than 0 or 1"));
             }
-        }
-        self.text_into(&mut sample.context)?;
-        let pairs = self.len()?;
-        if pairs > (self.bytes.len() - self.at) / 2 {
+        };
+        let context = self.text()?;
+        let count = self.len()?;
+        if count > (self.bytes.len() - self.at) / 2 {
             return Err(self.error("more metadata pairs than the batch can hold"));
         }
-        sample.metadata.truncate(pairs);
-        for i in 0..pairs {
-            if i == sample.metadata.len() {
-                sample.metadata.push((String::new(), String::new()));
-            }
-            let (key, value) = &mut sample.metadata[i];
-            self.text_into(key)?;
-            self.text_into(value)?;
+        let start = self.at;
+        for _ in 0..count {
+            self.text()?;
+            self.text()?;
         }
-        Ok(())
+        Ok(SampleView {
+            id,
+            prompt,
+            response,
+            reference,
+            context,
+            metadata: Metadata::Packed {
+                bytes: &self.bytes[start..self.at],
+                count,
+            },
+        })
     }
 }
 

@@ -1,10 +1,14 @@
-//! `math-answer` scoring per sample, three ways on the same batch of 256 GSM8K
-//! model solutions: the Rust function linked into the bench (`native`), the
-//! same crate as a native plugin loaded with libloading (`native_cdylib`,
-//! postcard across the C ABI), and the component in the WASM sandbox
-//! (`wasm`); beside them `wasm_boundary_only`, a component that returns
-//! judgments of the same shape without reading the text, which is what
-//! crossing the sandbox costs by itself.
+//! `math-answer` scoring per sample, several ways on the same batch of 256
+//! GSM8K model solutions: the Rust function linked into the bench, its
+//! owned path (`native`, the anchor), the same crate as a native plugin
+//! loaded with libloading (`native_cdylib`, postcard across the C ABI), and
+//! the component in the WASM sandbox on the SDK's fast path (`wasm`: the
+//! sample read in place, the judgment written in place) and on its owned
+//! path (`wasm_owned`: owned samples and judgments, the component built with
+//! the feature `owned-path`); beside them `wasm_boundary_only` and
+//! `wasm_boundary_only_owned`, a component that returns judgments of the
+//! same shape without reading the text, which is what crossing the sandbox
+//! costs by itself on each path.
 //!
 //! cargo bench -p verifine-runtime --features native --bench math_answer
 //!
@@ -118,6 +122,13 @@ fn bench(c: &mut Criterion) {
     });
     let boundary = runtime.load(boundary.as_path()).unwrap();
     let mut boundary = boundary.instance();
+    let owned = |package: &str| {
+        let built =
+            verifine_wasm_build::build_component_variant(workspace, package, "owned-path", "owned");
+        runtime.load(built.path.as_path()).unwrap()
+    };
+    let mut owned_math = owned("math-answer").instance();
+    let mut owned_boundary = owned("boundary-only").instance();
     let cdylib = NativePlugin::load(&library[0].path, true).unwrap();
 
     // Same verdicts both ways before timing anything.
@@ -127,6 +138,11 @@ fn bench(c: &mut Criterion) {
         assert_eq!(w.as_ref().unwrap().total, n.as_ref().unwrap().total);
     }
     assert_eq!(cdylib.judge(&host_ctx, &host_samples).unwrap(), wasm);
+    assert_eq!(owned_math.judge(&host_ctx, &host_samples).unwrap(), wasm);
+    assert_eq!(
+        owned_boundary.judge(&host_ctx, &host_samples).unwrap(),
+        boundary.judge(&host_ctx, &host_samples).unwrap()
+    );
 
     let mut group = c.benchmark_group("math_answer_batch256");
     group.throughput(Throughput::Elements(BATCH as u64));
@@ -147,6 +163,24 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("wasm_boundary_only", |b| {
         b.iter(|| black_box(boundary.judge(&host_ctx, black_box(&host_samples)).unwrap()))
+    });
+    group.bench_function("wasm_owned", |b| {
+        b.iter(|| {
+            black_box(
+                owned_math
+                    .judge(&host_ctx, black_box(&host_samples))
+                    .unwrap(),
+            )
+        })
+    });
+    group.bench_function("wasm_boundary_only_owned", |b| {
+        b.iter(|| {
+            black_box(
+                owned_boundary
+                    .judge(&host_ctx, black_box(&host_samples))
+                    .unwrap(),
+            )
+        })
     });
     group.finish();
 }

@@ -114,10 +114,41 @@ fn package_name(manifest: &str) -> Option<String> {
 /// Panics with an actionable message when the target is missing and cannot be
 /// installed, or when cargo fails: a build script has no better way to report.
 pub fn build_components(workspace_root: &Path, packages: &[&str]) -> Vec<Artifact> {
-    ensure_target_installed();
     let target_dir = workspace_root.join("target").join("wasm-plugins");
-    let mut cmd = cargo_build(&target_dir);
-    cmd.current_dir(workspace_root);
+    build_into(workspace_root, packages, &[], &target_dir)
+}
+
+/// Builds one package's component with cargo `features` into its own
+/// target directory (`target/wasm-plugins-<variant>`), so that a variant of
+/// a built-in plugin (the bench's owned-path math-answer) never replaces
+/// the component the tree embeds.
+pub fn build_component_variant(
+    workspace_root: &Path,
+    package: &str,
+    features: &str,
+    variant: &str,
+) -> Artifact {
+    let target_dir = workspace_root
+        .join("target")
+        .join(format!("wasm-plugins-{variant}"));
+    let mut built = build_into(
+        workspace_root,
+        &[package],
+        &["--features", features],
+        &target_dir,
+    );
+    built.remove(0)
+}
+
+fn build_into(
+    workspace_root: &Path,
+    packages: &[&str],
+    args: &[&str],
+    target_dir: &Path,
+) -> Vec<Artifact> {
+    ensure_target_installed();
+    let mut cmd = cargo_build(target_dir);
+    cmd.current_dir(workspace_root).args(args);
     for package in packages {
         cmd.args(["-p", package]);
     }

@@ -63,36 +63,88 @@ impl Rubric for MathAnswer {
     }
 
     fn judge(config: &Config, _ctx: &Context, sample: &Sample) -> Result<Judgment, String> {
-        let reference = sample
-            .reference
-            .as_deref()
-            .ok_or("math-answer needs a reference answer")?;
-        let expected = reference_answer(reference)
-            .ok_or_else(|| format!("no number in the reference {reference:?}"))?;
-        let found = final_answer(&sample.response);
-        let format_ok = found.is_some_and(|(marker, _)| marker.is_explicit());
-        let correct = found.is_some_and(|(_, value)| same_number(value, expected));
-
-        let explanation = match found {
-            Some((marker, value)) => format!(
-                "answer {value} (by {}) vs reference {expected}",
-                marker.label()
-            ),
-            None => format!("no answer found; reference {expected}"),
-        };
-        let total = config.format_weight * f64::from(u8::from(format_ok))
-            + config.correct_weight * f64::from(u8::from(correct));
+        let assessed = Assessed::of(config, &sample.response, sample.reference.as_deref())?;
         Ok(Judgment::from_verdicts(vec![
-            Verdict::met("format", format_ok),
-            Verdict::met("correct", correct),
+            Verdict::met("format", assessed.format_ok),
+            Verdict::met("correct", assessed.correct),
         ])
-        .with_total(Some(total))
-        .because(explanation))
+        .with_total(Some(assessed.total))
+        .because(assessed.explanation().to_string()))
     }
 }
 
+// The fast path (what the component runs): the sample read in place, the
+// judgment written in place. The owned path above is the same judgment.
+impl RubricInPlace for MathAnswer {
+    fn judge_in_place(
+        config: &Config,
+        _ctx: &Context,
+        sample: &SampleView<'_>,
+        out: &mut JudgmentWriter<'_>,
+    ) -> Result<(), String> {
+        let assessed = Assessed::of(config, sample.response, sample.reference)?;
+        out.total(assessed.total)
+            .verdict(VerdictRef::met("format", assessed.format_ok))
+            .verdict(VerdictRef::met("correct", assessed.correct))
+            .explain(format_args!("{}", assessed.explanation()));
+        Ok(())
+    }
+}
+
+/// What the rule finds in one response, before it is written either way.
+struct Assessed {
+    found: Option<(answer::Marker, f64)>,
+    expected: f64,
+    format_ok: bool,
+    correct: bool,
+    total: f64,
+}
+
+impl Assessed {
+    fn of(config: &Config, response: &str, reference: Option<&str>) -> Result<Self, String> {
+        let reference = reference.ok_or("math-answer needs a reference answer")?;
+        let expected = reference_answer(reference)
+            .ok_or_else(|| format!("no number in the reference {reference:?}"))?;
+        let found = final_answer(response);
+        let format_ok = found.is_some_and(|(marker, _)| marker.is_explicit());
+        let correct = found.is_some_and(|(_, value)| same_number(value, expected));
+        let total = config.format_weight * f64::from(u8::from(format_ok))
+            + config.correct_weight * f64::from(u8::from(correct));
+        Ok(Assessed {
+            found,
+            expected,
+            format_ok,
+            correct,
+            total,
+        })
+    }
+
+    /// The explanation, formatted where it is written (no String between).
+    fn explanation(&self) -> impl std::fmt::Display + '_ {
+        struct Explanation<'a>(&'a Assessed);
+        impl std::fmt::Display for Explanation<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let expected = Number(self.0.expected);
+                match self.0.found {
+                    Some((marker, value)) => write!(
+                        f,
+                        "answer {} (by {}) vs reference {expected}",
+                        Number(value),
+                        marker.label()
+                    ),
+                    None => write!(f, "no answer found; reference {expected}"),
+                }
+            }
+        }
+        Explanation(self)
+    }
+}
+
+#[cfg(not(feature = "owned-path"))]
+export_plugin!(rubric_in_place: MathAnswer);
+#[cfg(feature = "owned-path")]
 export_plugin!(rubric: MathAnswer);
-export_native_plugin!(rubric: MathAnswer);
+export_native_plugin!(rubric_in_place: MathAnswer);
 
 #[cfg(test)]
 mod tests {
@@ -174,6 +226,50 @@ mod tests {
         assert!((judge("A: 17") - 0.1).abs() < 1e-12);
         assert!((judge("I think 18") - 0.9).abs() < 1e-12);
         assert_eq!(judge("no idea"), 0.0);
+    }
+
+    #[test]
+    fn the_fast_path_judges_as_the_owned_path_does() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/data/gsm8k/model_solutions.jsonl"
+        );
+        let mut cases: Vec<(String, Option<String>)> = vec![
+            ("A: 18".into(), Some("#### 18".into())),
+            (
+                "\\boxed{-\\frac{1}{2}} or 1e300".into(),
+                Some("-0.5".into()),
+            ),
+            ("no digits".into(), Some("A: 0".into())),
+            ("#### 5".into(), None),
+            ("#### 5".into(), Some("no number".into())),
+            ("ünïcode 1,234.5 — A: -0".into(), Some("#### 0".into())),
+        ];
+        if let Ok(text) = std::fs::read_to_string(path) {
+            for line in text.lines().take(100) {
+                let row: serde_json::Value = serde_json::from_str(line).unwrap();
+                for key in ["6b_finetuning", "175b_verification"] {
+                    let solution = row[key]["solution"].as_str().unwrap().to_string();
+                    cases.push((solution, row["ground_truth"].as_str().map(str::to_string)));
+                }
+            }
+        }
+        let config = Config {
+            format_weight: 0.3,
+            correct_weight: 0.7,
+        };
+        let ctx = Context::at_step(0);
+        for (response, reference) in cases {
+            let mut sample = Sample::new("s", "q", &response);
+            sample.reference = reference;
+            let owned = MathAnswer::judge(&config, &ctx, &sample);
+            let in_place = judge_owned::<MathAnswer>(&config, &ctx, &sample);
+            assert_eq!(
+                postcard::to_stdvec(&owned).unwrap(),
+                postcard::to_stdvec(&in_place).unwrap(),
+                "{response:?}"
+            );
+        }
     }
 
     #[test]

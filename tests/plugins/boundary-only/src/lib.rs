@@ -2,7 +2,9 @@
 //! verdicts, a total, an explanation of similar length) without reading the
 //! text. The `math_answer` bench runs it on the same batch, so the time of
 //! lowering the samples into the sandbox and lifting the judgments back is
-//! measured apart from the plugin's own work.
+//! measured apart from the plugin's own work: on the fast path
+//! ([`RubricInPlace`]) by default, on the owned path with the feature
+//! `owned-path`.
 use verifine_plugin_api::*;
 
 pub struct BoundaryOnly;
@@ -27,4 +29,23 @@ impl Rubric for BoundaryOnly {
     }
 }
 
+impl RubricInPlace for BoundaryOnly {
+    fn judge_in_place(
+        _: &NoConfig,
+        _: &Context,
+        sample: &SampleView<'_>,
+        out: &mut JudgmentWriter<'_>,
+    ) -> Result<(), String> {
+        let answered = !sample.response.is_empty();
+        out.verdict(VerdictRef::met("format", answered))
+            .verdict(VerdictRef::met("correct", answered))
+            .total(if answered { 1.0 } else { 0.0 })
+            .explain(format_args!("answer 18 (by ####) vs reference 18"));
+        Ok(())
+    }
+}
+
+#[cfg(not(feature = "owned-path"))]
+export_plugin!(rubric_in_place: BoundaryOnly);
+#[cfg(feature = "owned-path")]
 export_plugin!(rubric: BoundaryOnly);
