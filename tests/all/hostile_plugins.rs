@@ -278,3 +278,41 @@ fn a_trap_fails_only_its_sample_in_a_scoring_run() {
     assert_eq!(scored[3].total, Some(1.0));
     assert_eq!(scored[4].total, Some(1.0));
 }
+
+#[test]
+fn memory_a_plugin_keeps_across_calls_is_never_handed_out_again() {
+    let runtime = runtime();
+    let mut instance = load(&runtime, hostile::HOARDER).instance();
+    let mut kept: Vec<String> = Vec::new();
+    // Early batches keep nothing (the call arena is reused from call to
+    // call), then some keep, then none again, with long responses between.
+    for batch in 0..12 {
+        let samples: Vec<Sample> = (0..24)
+            .map(|i| {
+                let text = match (batch, i % 5) {
+                    (3 | 4 | 7, 0) => format!("keep:{batch}/{i}:{}", "k".repeat(i * 40)),
+                    _ => format!("{batch}-{i} {}", "x".repeat((batch * 31 + i * 57) % 2000)),
+                };
+                sample(&format!("s{batch}-{i}"), &text)
+            })
+            .collect();
+        let judged = instance.judge(&ctx(), &samples).unwrap();
+        for (sample, judgment) in samples.iter().zip(judged) {
+            let judgment = judgment.unwrap();
+            if sample.response.starts_with("keep:") {
+                kept.push(sample.response.clone());
+            }
+            assert_eq!(
+                judgment.explanation.as_deref(),
+                Some(kept.join("|").as_str())
+            );
+            let churned: usize = (0..8).map(|i| sample.response.len() * i).sum();
+            assert_eq!(judgment.sub_scores[0].value, churned as f64);
+        }
+    }
+    assert_eq!(
+        instance.instantiations(),
+        1,
+        "no trap, one store throughout"
+    );
+}

@@ -77,6 +77,7 @@ pub mod hostile {
     pub const TWO_FACED: &str = env!("HOSTILE_TWO_FACED");
     pub const CHATTERBOX: &str = env!("HOSTILE_CHATTERBOX");
     pub const CANARY_AWARE: &str = env!("HOSTILE_CANARY_AWARE");
+    pub const HOARDER: &str = env!("HOSTILE_HOARDER");
 }
 
 /// Native (host-target) shared libraries built by this crate's build script.
