@@ -126,12 +126,18 @@ thread_local! {
 
 /// `judge-packed` on the fast path: samples read in place, judgments
 /// written in place ([`RubricInPlace`]).
+/// The rubric's own temporaries come from the call arena; the answer and the
+/// writer's buffers are allocated before it starts, so that growing them
+/// keeps them on the system allocator.
 pub fn judge_packed_in_place<R: RubricInPlace>(ctx: Context, bytes: &[u8]) -> Vec<u8> {
-    let config = config::<R::Config>(&ctx);
-    let mut answer = Vec::with_capacity(LAST_ANSWER_LEN.get());
+    let mut answer = Vec::with_capacity(LAST_ANSWER_LEN.get().max(64));
     SCRATCH
         .with_borrow_mut(|scratch| {
-            in_place::judge_packed::<R>(&config, &ctx, bytes, scratch, &mut answer)
+            scratch.reserve();
+            call_arena::during_call(|| {
+                let config = config::<R::Config>(&ctx);
+                in_place::judge_packed::<R>(&config, &ctx, bytes, scratch, &mut answer)
+            })
         })
         .unwrap_or_else(|e| panic!("judge-packed: undecodable batch from the host: {e}"));
     LAST_ANSWER_LEN.set(answer.len());

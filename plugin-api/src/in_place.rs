@@ -164,6 +164,18 @@ pub(crate) struct Scratch {
     explained: bool,
 }
 
+impl Scratch {
+    /// Gives every buffer an allocation of its own, so that growing one
+    /// later is a reallocation (which keeps a block where it was born: see
+    /// [`crate::call_arena`]).
+    pub(crate) fn reserve(&mut self) {
+        self.verdicts.reserve(64);
+        self.sub_scores.reserve(64);
+        self.criteria.reserve(64);
+        self.explanation.reserve(64);
+    }
+}
+
 /// Where a [`RubricInPlace`] writes one sample's judgment. Parts may come in
 /// any order; a later total or explanation replaces an earlier one.
 pub struct JudgmentWriter<'s> {

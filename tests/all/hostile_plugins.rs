@@ -281,8 +281,14 @@ fn a_trap_fails_only_its_sample_in_a_scoring_run() {
 
 #[test]
 fn memory_a_plugin_keeps_across_calls_is_never_handed_out_again() {
+    for path in [hostile::HOARDER, hostile::HOARDER_IN_PLACE] {
+        keeps_what_it_kept(path);
+    }
+}
+
+fn keeps_what_it_kept(path: &str) {
     let runtime = runtime();
-    let mut instance = load(&runtime, hostile::HOARDER).instance();
+    let mut instance = load(&runtime, path).instance();
     let mut kept: Vec<String> = Vec::new();
     // Early batches keep nothing (the call arena is reused from call to
     // call), then some keep, then none again, with long responses between.

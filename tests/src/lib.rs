@@ -78,6 +78,7 @@ pub mod hostile {
     pub const CHATTERBOX: &str = env!("HOSTILE_CHATTERBOX");
     pub const CANARY_AWARE: &str = env!("HOSTILE_CANARY_AWARE");
     pub const HOARDER: &str = env!("HOSTILE_HOARDER");
+    pub const HOARDER_IN_PLACE: &str = env!("HOSTILE_HOARDER_IN_PLACE");
 }
 
 /// Native (host-target) shared libraries built by this crate's build script.
