@@ -15,6 +15,7 @@
 use crate::packed::{self, PackedError};
 use crate::{Context, Criterion, Judgment, Rubric, Sample, Verdict};
 use std::fmt::{self, Write as _};
+use verifine_contract::wire::{put_text, put_varint};
 
 /// One sample, borrowed: from the host's packed batch or from a [`Sample`].
 #[derive(Debug, Clone, Copy)]
@@ -381,20 +382,6 @@ pub(crate) fn encode_ok(judgment: &Judgment) -> Vec<u8> {
     let mut out = Vec::new();
     writer.finish(&mut out);
     out
-}
-
-pub(crate) fn put_varint(out: &mut Vec<u8>, value: usize) {
-    let mut value = value as u64;
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn put_text(out: &mut Vec<u8>, text: &str) {
-    put_varint(out, text.len());
-    out.extend_from_slice(text.as_bytes());
 }
 
 fn put_f64(out: &mut Vec<u8>, value: f64) {

@@ -169,19 +169,10 @@ impl<'a> Reader<'a> {
 
     /// A postcard varint (LEB128, at most ten bytes) that must fit a `usize`.
     fn len(&mut self) -> Result<usize, PackedError> {
-        let mut value: u64 = 0;
-        for shift in (0..70).step_by(7) {
-            let byte = self.byte()?;
-            let bits = u64::from(byte & 0x7f);
-            if shift == 63 && bits > 1 {
-                return Err(self.error("a length over 64 bits"));
-            }
-            value |= bits << shift;
-            if byte & 0x80 == 0 {
-                return usize::try_from(value).map_err(|_| self.error("a length over usize"));
-            }
-        }
-        Err(self.error("a length over ten bytes"))
+        let mut at = self.at;
+        let value = verifine_contract::wire::varint(self.bytes, &mut at);
+        self.at = at;
+        value.map_err(|reason| self.error(reason))
     }
 
     fn text(&mut self) -> Result<&'a str, PackedError> {
@@ -291,7 +282,7 @@ mod tests {
         let bytes = postcard::to_stdvec(&vec![sample("a", Some("1"), &[])]).unwrap();
         let mut batch = Vec::new();
         let error = read(&bytes[..bytes.len() - 1], &mut batch).unwrap_err();
-        assert_eq!(error.reason, "the batch ends early");
+        assert!(error.reason.ends_with("ends early"), "{}", error.reason);
         let mut trailing = bytes.clone();
         trailing.push(0);
         assert_eq!(read(&trailing, &mut batch).unwrap_err().at, bytes.len());

@@ -12,6 +12,10 @@
 #![no_std]
 #![warn(missing_docs)]
 
+extern crate alloc;
+
+pub mod wire;
+
 /// The current contract version: `package verifine:plugin@VERSION` in
 /// [`CURRENT_DIR`].
 pub const VERSION: &str = "0.3.0";

@@ -45,6 +45,8 @@ pub struct HostState {
     pub(crate) host_wait: std::time::Duration,
     /// The fields a 0.3 rubric reads, asked once per store (`packed`).
     pub(crate) rubric_reads: Option<crate::bindings::SampleFields>,
+    /// The last packed batch's buffer, reused by the next (`packed`).
+    pub(crate) packed_samples: Vec<u8>,
 }
 
 impl HostState {
@@ -69,6 +71,7 @@ impl HostState {
             call_started: std::time::Instant::now(),
             host_wait: std::time::Duration::ZERO,
             rubric_reads: None,
+            packed_samples: Vec::new(),
         }
     }
 

@@ -42,6 +42,7 @@ pub mod metadata;
 pub mod native;
 mod output;
 mod packed;
+mod packed_answer;
 mod plugin;
 pub mod rows;
 pub mod score_stream;

@@ -6,76 +6,72 @@
 
 use crate::bindings::{Context, Judgment, Sample, SampleFields, Scoring, aggregator, rubric};
 use crate::host_state::HostState;
+use crate::packed_answer;
 use serde::de::DeserializeOwned;
-use serde::ser::{Serialize, SerializeStruct, Serializer};
+use verifine_contract::wire::{put_text, put_varint};
 use wasmtime::Store;
 
-/// One sample as the rubric sees it: the fields it does not read are empty.
-/// Serialized exactly as [`Sample`] is (postcard writes a struct as its
-/// fields in order), so the guest decodes a `Sample`.
-struct Masked<'a> {
-    sample: &'a Sample,
-    reads: SampleFields,
-}
-
-impl<'a> Serialize for Masked<'a> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (sample, reads) = (self.sample, self.reads);
-        let text = |field: SampleFields, value: &'a String| match reads.contains(field) {
-            true => value.as_str(),
-            false => "",
-        };
-        let mut out = serializer.serialize_struct("Sample", 6)?;
-        out.serialize_field("id", &sample.id)?;
-        out.serialize_field("prompt", text(SampleFields::PROMPT, &sample.prompt))?;
-        out.serialize_field("response", text(SampleFields::RESPONSE, &sample.response))?;
-        let reference = match reads.contains(SampleFields::REFERENCE) {
-            true => sample.reference.as_deref(),
-            false => None,
-        };
-        out.serialize_field("reference", &reference)?;
-        out.serialize_field("context", text(SampleFields::CONTEXT, &sample.context))?;
-        let metadata: &[(String, String)] = match reads.contains(SampleFields::METADATA) {
-            true => &sample.metadata,
-            false => &[],
-        };
-        out.serialize_field("metadata", metadata)?;
-        out.end()
-    }
-}
-
-/// A batch as the rubric sees it, encoded as `list<sample>` is.
-struct MaskedBatch<'a> {
-    samples: &'a [Sample],
-    reads: SampleFields,
-}
-
-impl Serialize for MaskedBatch<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let reads = self.reads;
-        serializer.collect_seq(self.samples.iter().map(|sample| Masked { sample, reads }))
-    }
-}
-
-/// The postcard encoding of `samples` with only the fields in `reads`.
+/// The postcard encoding of `samples` (as `list<sample>`) with only the
+/// fields in `reads`: the others are sent empty.
+#[cfg(test)]
 pub(crate) fn encode_samples(samples: &[Sample], reads: SampleFields) -> Vec<u8> {
-    let read = |field: SampleFields, len: usize| if reads.contains(field) { len } else { 0 };
+    let mut out = Vec::new();
+    encode_samples_into(samples, reads, &mut out);
+    out
+}
+
+/// [`encode_samples`] into `out` (cleared first), whose capacity a steady
+/// run of batches reuses: a batch is often larger than the allocator's
+/// threshold for mapping fresh pages.
+pub(crate) fn encode_samples_into(samples: &[Sample], reads: SampleFields, out: &mut Vec<u8>) {
+    let read = |field: SampleFields, text: &str| match reads.contains(field) {
+        true => text.len(),
+        false => 0,
+    };
     let bytes: usize = samples
         .iter()
         .map(|s| {
             s.id.len()
-                + read(SampleFields::PROMPT, s.prompt.len())
-                + read(SampleFields::RESPONSE, s.response.len())
+                + read(SampleFields::PROMPT, &s.prompt)
+                + read(SampleFields::RESPONSE, &s.response)
                 + read(
                     SampleFields::REFERENCE,
-                    s.reference.as_ref().map_or(0, String::len),
+                    s.reference.as_deref().unwrap_or(""),
                 )
-                + read(SampleFields::CONTEXT, s.context.len())
-                + 16
+                + read(SampleFields::CONTEXT, &s.context)
+                + 32
         })
         .sum();
-    postcard::to_extend(&MaskedBatch { samples, reads }, Vec::with_capacity(bytes))
-        .expect("samples always encode: strings, options and lists only")
+    out.clear();
+    out.reserve(bytes + 10);
+    put_varint(out, samples.len());
+    let field = |out: &mut Vec<u8>, field: SampleFields, text: &str| match reads.contains(field) {
+        true => put_text(out, text),
+        false => out.push(0),
+    };
+    for sample in samples {
+        put_text(out, &sample.id);
+        field(out, SampleFields::PROMPT, &sample.prompt);
+        field(out, SampleFields::RESPONSE, &sample.response);
+        match sample.reference.as_deref() {
+            Some(reference) if reads.contains(SampleFields::REFERENCE) => {
+                out.push(1);
+                put_text(out, reference);
+            }
+            _ => out.push(0),
+        }
+        field(out, SampleFields::CONTEXT, &sample.context);
+        match reads.contains(SampleFields::METADATA) {
+            true => {
+                put_varint(out, sample.metadata.len());
+                for (key, value) in &sample.metadata {
+                    put_text(out, key);
+                    put_text(out, value);
+                }
+            }
+            false => out.push(0),
+        }
+    }
 }
 
 /// A packed call's outcome: the outer error is the call's (a trap), the
@@ -108,9 +104,17 @@ pub(crate) fn judge(
             reads
         }
     };
-    let packed = encode_samples(samples, reads);
-    let answer = exports.call_judge_packed(&mut *store, ctx, &packed)?;
-    Ok(decode("judge-packed", &answer))
+    let mut packed = std::mem::take(&mut store.data_mut().packed_samples);
+    encode_samples_into(samples, reads, &mut packed);
+    let answer = exports.call_judge_packed(&mut *store, ctx, &packed);
+    store.data_mut().packed_samples = packed;
+    let answer = answer?;
+    Ok(packed_answer::judgments(&answer).map_err(|e| {
+        format!(
+            "judge-packed answered {} bytes that do not decode as its results: {e}",
+            answer.len()
+        )
+    }))
 }
 
 /// Aggregates `items` through a 0.3 aggregator's `aggregate-packed`.
