@@ -249,9 +249,41 @@ pub fn assess(
         .collect())
 }
 
+/// The round's sampling weights from the curriculum's decisions. A judge
+/// that rejects every target (a verifier answering NO to the references
+/// themselves) leaves no curriculum: the round then samples the pool
+/// evenly, with a warning, rather than stopping the loop.
+pub(crate) fn sampling_weights(decisions: &[PoolDecision], round: u32) -> Vec<f64> {
+    if decisions.iter().any(|d| d.weight > 0.0) {
+        return decisions.iter().map(|d| d.weight).collect();
+    }
+    tracing::warn!(
+        round,
+        pool = decisions.len(),
+        "the curriculum kept no prompt (the judge rejects every target): \
+         the round samples the pool evenly"
+    );
+    vec![1.0; decisions.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_curriculum_that_keeps_nothing_samples_the_pool_evenly() {
+        let decision = |weight: f64| PoolDecision {
+            id: "p".into(),
+            weight,
+            reason: String::new(),
+            target_score: 0.0,
+            change: None,
+        };
+        let kept = [decision(0.0), decision(3.5), decision(0.0)];
+        assert_eq!(sampling_weights(&kept, 1), [0.0, 3.5, 0.0]);
+        let none = [decision(0.0), decision(0.0)];
+        assert_eq!(sampling_weights(&none, 1), [1.0, 1.0]);
+    }
     use crate::cases::Step;
 
     #[test]

@@ -65,7 +65,7 @@ impl Evolve {
         let weights: Vec<f64> = if guided {
             self.discover_failures(round)?;
             let decisions = self.assess_pool(&items, &answers, round)?;
-            decisions.iter().map(|d| d.weight).collect()
+            crate::curriculum::sampling_weights(&decisions, round)
         } else {
             vec![1.0; items.len()]
         };

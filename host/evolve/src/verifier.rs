@@ -16,7 +16,8 @@
 //! Agreement on the accumulated set is partly in-sample for a model trained
 //! on it, so the agent proposes only when the retrained model does no worse
 //! than the live one on the questions it held out (split by question, never
-//! trained on): balanced accuracy not lower there.
+//! trained on): balanced accuracy not lower there, and above the 0.5 of one
+//! verdict for everything.
 
 use crate::agent::{Proposal, RevisionAgent, RevisionRequest};
 use crate::error::{EvolveError, Result};
@@ -34,6 +35,12 @@ use verifine_train::optim::OptimConfig;
 use verifine_train::verifier::{
     ClassBalance, VerdictExample, VerifierConfig, VerifierReport, train_verifier,
 };
+
+/// The balanced accuracy of answering the same verdict to everything: a
+/// retrained verifier must beat it on its held-out questions to be
+/// proposed (one retrained on 25 labels, 2 of them met, learned to answer
+/// NO to everything, gold answers included, and the accept rule took it).
+const CONSTANT_VERDICT: f64 = 0.5;
 
 /// `[verifier]`: how a judge revision retrains the judge's model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,8 +71,8 @@ pub struct RetrainConfig {
     /// How the classes are evened out in the loss.
     pub balance: ClassBalance,
     /// Propose only a retrained model whose balanced accuracy on the
-    /// held-out questions is not below the live model's (off: every
-    /// retraining is proposed, and the accept rule alone decides).
+    /// held-out questions is not below the live model's and above 0.5 (off:
+    /// every retraining is proposed, and the accept rule alone decides).
     pub compare_heldout: bool,
     /// The label dimension the verifier's item asks about (a correctness
     /// item: the simulated annotator's `complete`); unset, the label's total.
@@ -247,11 +254,15 @@ impl RevisionAgent for VerifierAgent<'_> {
         let (Some(before), Some(after)) = (&report.before, &report.after) else {
             return Ok(None);
         };
-        if self.config.compare_heldout && after.balanced_accuracy < before.balanced_accuracy {
+        if self.config.compare_heldout
+            && (after.balanced_accuracy < before.balanced_accuracy
+                || after.balanced_accuracy <= CONSTANT_VERDICT)
+        {
             tracing::info!(
                 before = before.balanced_accuracy,
                 after = after.balanced_accuracy,
-                "verifier retrain: worse on its held-out questions, not proposed"
+                "verifier retrain: worse on its held-out questions, or no better than one \
+                 verdict for all, not proposed"
             );
             return Ok(None);
         }
