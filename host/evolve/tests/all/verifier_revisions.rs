@@ -110,6 +110,18 @@ fn confidences(judge: &Judge, revision: &JudgeRevision, cases: &[Case]) -> Vec<O
         .collect()
 }
 
+/// What the judge loop hands the agent: the live revision and every label.
+fn request<'a>(live: &'a JudgeRevision, set: &'a LabelledSet) -> RevisionRequest<'a> {
+    RevisionRequest {
+        live,
+        disputed: &[],
+        clarifications: &[],
+        tried: &[],
+        cases: &set.cases,
+        labels: &set.labels,
+    }
+}
+
 fn retrain() -> RetrainConfig {
     RetrainConfig {
         steps: 30,
@@ -142,14 +154,7 @@ fn a_verifier_revision_retrains_the_model_and_the_judge_asks_the_new_checkpoint(
     };
     let out = dir.join("retrained");
     let mut agent = VerifierAgent::new(&config, &judge, out.clone(), 3);
-    let request = RevisionRequest {
-        live: &live,
-        disputed: &[],
-        clarifications: &[],
-        tried: &[],
-        cases: &set.cases,
-        labels: &set.labels,
-    };
+    let request = request(&live, &set);
     let proposal = agent.propose(&request).unwrap().expect("a retraining");
     // The rules stay; the checkpoint is new and was trained on every label.
     assert_eq!(proposal.rules, live.rules);
@@ -260,14 +265,7 @@ fn labels_of_one_verdict_propose_nothing_and_bad_configs_are_refused() {
     let config = retrain();
     let live = initial();
     let mut agent = VerifierAgent::new(&config, &judge, dir.join("one-class"), 0);
-    let request = RevisionRequest {
-        live: &live,
-        disputed: &[],
-        clarifications: &[],
-        tried: &[],
-        cases: &set.cases,
-        labels: &set.labels,
-    };
+    let request = request(&live, &set);
     assert_eq!(agent.propose(&request).unwrap(), None);
     assert!(!dir.join("one-class/hf").exists(), "nothing was trained");
 
@@ -354,14 +352,7 @@ fn a_retraining_that_answers_one_verdict_to_everything_is_not_proposed() {
     let config = retrain();
     let live = initial();
     let mut agent = VerifierAgent::new(&config, &judge, dir.join("round-1"), 0);
-    let request = RevisionRequest {
-        live: &live,
-        disputed: &[],
-        clarifications: &[],
-        tried: &[],
-        cases: &set.cases,
-        labels: &set.labels,
-    };
+    let request = request(&live, &set);
     assert_eq!(agent.propose(&request).unwrap(), None);
     std::fs::remove_dir_all(&dir).unwrap();
 }
