@@ -13,10 +13,14 @@ trap 'rm -rf "$work"' EXIT
 step() { printf '\n== %s\n' "$*"; }
 
 step "package the SDK with the two crates it depends on"
-cargo package --quiet --locked -p verifine-contract -p verifine-native-abi -p verifine-plugin-api --allow-dirty
+# Verified in a target directory of its own: cargo treats the packaged crates
+# as registry crates, whose builds it never rebuilds for a changed source
+# (same name and version), so a kept target directory would verify today's
+# SDK against an earlier build of the contract.
+CARGO_TARGET_DIR="$work/package-target" cargo package --quiet --locked -p verifine-contract -p verifine-native-abi -p verifine-plugin-api --allow-dirty
 mkdir "$work/sdk"
 for name in verifine-contract verifine-native-abi verifine-plugin-api; do
-    tar xzf "target/package/$name-"*.crate -C "$work/sdk"
+    tar xzf "$work/package-target/package/$name-"*.crate -C "$work/sdk"
 done
 ls "$work/sdk"
 # What the package holds must not reach back into the repository.
