@@ -101,6 +101,7 @@ fn pack<T: serde::Serialize>(call: &str, value: &T) -> Vec<u8> {
 
 /// `judge` over contract 0.3's packed batch: postcard in, postcard out
 /// (the format `judge-packed` documents in the contract).
+///
 /// The rubric's allocations come from the call arena ([`call_arena`]); the
 /// samples' strings (kept for the next batch) and the answer are allocated
 /// before it starts.
@@ -126,6 +127,7 @@ thread_local! {
 
 /// `judge-packed` on the fast path: samples read in place, judgments
 /// written in place ([`RubricInPlace`]).
+///
 /// The rubric's own temporaries come from the call arena; the answer and the
 /// writer's buffers are allocated before it starts, so that growing them
 /// keeps them on the system allocator.
