@@ -67,6 +67,7 @@ fn measure(local_keep: usize, model: &std::path::Path, queries: &[ModelRequest])
         template: PromptTemplate::Chatml,
         cuda: false,
         prefix_cache_prompts: local_keep,
+        weight_products: Default::default(),
     })
     .unwrap();
     let asked: Vec<&ModelRequest> = queries.iter().collect();
@@ -141,6 +142,7 @@ fn decode_both_ways(model: &std::path::Path) -> (f64, f64) {
         template: PromptTemplate::Chatml,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     })
     .unwrap();
     let requests: Vec<ModelRequest> = (0..8)

@@ -4,7 +4,8 @@
 //! to `# Rubric items`), answered
 //! - in this process, with prefix reuse and without, and with prefix
 //!   reuse but one query per call (so no two prompts share a pass: what
-//!   the shared-prefix passes add);
+//!   the shared-prefix passes add), and with float weight products in
+//!   place of integer ones (what the integer products add);
 //! - by llama-server over HTTP at concurrency 1 and 4 (its prompt cache
 //!   on, as by default; it is the anchor, measured in the same run).
 //!
@@ -114,9 +115,13 @@ fn main() {
         "{} YES/NO queries over {SAMPLES} HealthBench samples, {model}",
         queries.len()
     );
-    let local = |keep: usize| {
-        format!("{{ kind = \"local-gguf\", path = {model:?}, prefix_cache_prompts = {keep} }}")
+    let local_with = |keep: usize, products: &str| {
+        format!(
+            "{{ kind = \"local-gguf\", path = {model:?}, prefix_cache_prompts = {keep}, \
+             weight_products = {products:?} }}"
+        )
     };
+    let local = |keep: usize| local_with(keep, "int8");
     let http = |c: usize| {
         format!(
             "{{ kind = \"openai-http\", base_url = {url:?}, model = \"m\", concurrency = {c} }}"
@@ -132,11 +137,19 @@ fn main() {
         true,
     );
     let plain = measure("local, no prefix reuse", &local(0), &queries, false);
+    let float = measure(
+        "local, prefix reuse, float products",
+        &local_with(8, "float"),
+        &queries,
+        false,
+    );
     println!(
-        "ratio local (reuse) / llama-server: {:.2}x at concurrency 1, {:.2}x at 4; prefix reuse gains {:.2}x; shared-prefix passes {:.2}x",
+        "ratio local (reuse) / llama-server: {:.2}x at concurrency 1, {:.2}x at 4; prefix reuse gains {:.2}x; shared-prefix passes {:.2}x; \
+         integer products {:.2}x float",
         reuse.0 / anchor1.0,
         reuse.0 / anchor4.0,
         reuse.0 / plain.0,
-        reuse.0 / alone.0
+        reuse.0 / alone.0,
+        reuse.0 / float.0
     );
 }

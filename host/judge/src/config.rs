@@ -73,6 +73,23 @@ pub struct LocalConfig {
     /// Prompts whose KV caches are kept for prefix reuse (0: none).
     #[serde(default = "defaults::prefix_cache_prompts")]
     pub prefix_cache_prompts: usize,
+    /// How the weight matrices multiply token rows on the CPU.
+    #[serde(default)]
+    pub weight_products: WeightProducts,
+}
+
+/// How a local judge multiplies its weights on the CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WeightProducts {
+    /// GGUF's 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) as
+    /// integer products with the token rows quantized to bytes, as
+    /// llama.cpp does, where the CPU has AVX-512 VNNI; elsewhere `float`.
+    #[default]
+    Int8,
+    /// Float products: blocks candle has no fast kernel for are widened to
+    /// f32 (the judge's products before integer ones; for comparisons).
+    Float,
 }
 
 /// Prompt formats for local models.

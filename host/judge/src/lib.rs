@@ -22,7 +22,7 @@ pub mod student;
 
 pub use config::{
     BackendConfig, Budget, HttpConfig, JudgeConfig, JudgesConfig, LocalConfig, Price,
-    PromptTemplate,
+    PromptTemplate, WeightProducts,
 };
 pub use cost::Ledger;
 pub use error::{JudgeError, Result};

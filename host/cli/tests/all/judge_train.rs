@@ -65,6 +65,7 @@ fn judge(path: PathBuf) -> LocalBackend {
         template: PromptTemplate::Model,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     })
     .unwrap()
 }

@@ -28,6 +28,7 @@ fn judges(model: &Path) -> JudgesConfig {
         template: PromptTemplate::Model,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     });
     JudgesConfig {
         judges: [(

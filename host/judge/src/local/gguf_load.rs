@@ -1,15 +1,18 @@
 //! A judge decoder read from a GGUF file: llama, qwen2 or gemma3 metadata,
-//! block matrices kept quantized (`QMatMul`), norms and biases dequantized.
+//! block matrices kept quantized (repacked for integer products where the
+//! CPU runs them, else `QMatMul`), norms and biases dequantized.
 //!
 //! Gemma 3's constants that llama.cpp does not store in the file either
 //! are taken as llama.cpp takes them: every sixth layer attends globally,
 //! the others within the sliding window with rotary base 10 000; scores
 //! are scaled by 1/√key_length (1/√(width/heads) for the 62-layer 27B).
 
+use super::int8::{self, BlockFormat, Int8Matrix};
 use super::model::{
     Activation, DecoderError, JudgeDecoder, Layer, Result, RopeStyle, Shape, SlidingWindow, e,
 };
 use super::projection::Projection;
+use crate::config::WeightProducts;
 use candle_core::Device;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file::Content};
 use std::io::{Read, Seek};
@@ -61,11 +64,13 @@ fn slow_on_this_device(content: &Content, device: &Device) -> Option<Widen> {
 const GEMMA3_LOCAL_ROPE_BASE: f32 = 10_000.0;
 
 impl JudgeDecoder {
-    /// Loads the model described by `content` from `reader`.
+    /// Loads the model described by `content` from `reader`, its block
+    /// matrices held for the `products` asked for.
     pub fn load<R: Read + Seek>(
         content: &Content,
         reader: &mut R,
         device: &Device,
+        products: WeightProducts,
     ) -> Result<Self> {
         let arch = content
             .metadata
@@ -130,7 +135,16 @@ impl JudgeDecoder {
         };
         let dense = |t: candle_core::quantized::QTensor| t.dequantize(device).map_err(e);
         let slow = slow_on_this_device(content, device);
+        let int8 = int8::kernel_for(device, products);
         let matmul = |t: QTensor| -> Result<Projection> {
+            if let (Some(kernel), Some(format), Ok((outputs, inputs))) =
+                (int8, BlockFormat::of(t.dtype()), t.shape().dims2())
+            {
+                let raw = t.data().map_err(e)?;
+                return Int8Matrix::new(format, outputs, inputs, &raw, kernel)
+                    .map(Projection::Int8)
+                    .map_err(DecoderError::Weights);
+            }
             let Some(widen) = slow.filter(|_| !has_cpu_kernel(t.dtype())) else {
                 return Projection::from_qmatmul(QMatMul::from_qtensor(t).map_err(e)?);
             };
@@ -178,10 +192,16 @@ impl JudgeDecoder {
             });
         }
         let norm = dense(tensor("output_norm.weight")?)?;
-        // Tied embeddings: no separate output matrix.
+        // Tied embeddings: no separate output matrix. Where the table's
+        // blocks run as integer products it is read a second time, as a
+        // matrix (a quarter of the f32 table's size for Q8_0); else the
+        // table itself is shared.
         let output = match tensor("output.weight") {
             Ok(t) => matmul(t)?,
-            Err(_) => Projection::tied(&embedding),
+            Err(_) => match tensor("token_embd.weight") {
+                Ok(t) if int8.is_some() && BlockFormat::of(t.dtype()).is_some() => matmul(t)?,
+                _ => Projection::tied(&embedding),
+            },
         };
         let sliding_window = sliding_window.map(|window| SlidingWindow {
             window,

@@ -19,6 +19,7 @@ mod attention;
 mod decode;
 pub mod error;
 mod gguf_load;
+pub mod int8;
 pub mod model;
 mod projection;
 pub mod safetensors;
@@ -111,8 +112,8 @@ impl LocalBackend {
         )
         .map_err(|e| JudgeError::Config(e.to_string()))?;
         let vocabulary = Vocabulary::new(tokenizer, bos, add_bos, &ends);
-        let model =
-            JudgeDecoder::load(&content, &mut file, &device).map_err(|e| fail(e.to_string()))?;
+        let model = JudgeDecoder::load(&content, &mut file, &device, config.weight_products)
+            .map_err(|e| fail(e.to_string()))?;
         Self::from_parts(model, vocabulary, chat_template, config)
     }
 

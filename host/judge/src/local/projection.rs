@@ -1,7 +1,9 @@
 //! A weight matrix of the judge's decoder, applied to token rows as
 //! `x · wᵀ`.
 //!
-//! Quantized blocks go through candle's quantized kernels. A dense matrix
+//! GGUF's 32-value block formats run as integer products on CPUs with
+//! AVX-512 VNNI ([`super::int8`]). Other quantized blocks go through
+//! candle's quantized kernels. A dense matrix
 //! (a safetensors checkpoint, or a GGUF format widened to f32 because
 //! candle has no fast kernel for it) is stored transposed, `[in, out]`:
 //! decoding multiplies one or a few token rows at a time, and at that size
@@ -10,12 +12,15 @@
 //! faster in the training sampler's measurements (BENCHMARKS.md) and is no
 //! slower for a long prompt.
 
+use super::int8::{Int8Matrix, QuantizedRows};
 use super::model::{DecoderError, Result};
 use candle_core::quantized::QMatMul;
 use candle_core::{Module, Tensor};
 
 /// One projection of the decoder.
 pub(super) enum Projection {
+    /// Repacked for integer products with byte-quantized rows.
+    Int8(Int8Matrix),
     /// Kept in the file's block format.
     Quantized(QMatMul),
     /// Dense, stored `[in, out]`.
@@ -48,6 +53,20 @@ impl Projection {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let e = DecoderError::from;
         match self {
+            Projection::Int8(matrix) => {
+                let mut dims = x.dims().to_vec();
+                let values: Vec<f32> = x.flatten_all().and_then(|v| v.to_vec1()).map_err(e)?;
+                if dims.pop() != Some(matrix.inputs()) {
+                    return Err(DecoderError::Batch(format!(
+                        "rows of shape {:?} for a matrix of {} inputs",
+                        x.dims(),
+                        matrix.inputs()
+                    )));
+                }
+                let product = matrix.product(&QuantizedRows::quantize(&values, matrix.inputs()));
+                dims.push(matrix.outputs());
+                Tensor::from_vec(product, dims, x.device()).map_err(e)
+            }
             Projection::Quantized(matmul) => matmul.forward(x).map_err(e),
             Projection::Dense(weight) => {
                 let mut dims = x.dims().to_vec();

@@ -57,6 +57,7 @@ fn a_mutated_judge_model_is_refused_or_answers_never_crashes() {
         template: PromptTemplate::Plain,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     };
     let request = ModelRequest {
         choices: vec!["YES".into(), "NO".into()],

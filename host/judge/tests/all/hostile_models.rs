@@ -37,6 +37,7 @@ fn config(path: &Path) -> LocalConfig {
         template: PromptTemplate::Plain,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     }
 }
 

@@ -122,6 +122,7 @@ fn the_local_backend_matches_llama_cpp() {
         template: verifine_judge::PromptTemplate::Plain,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     };
     let local = LocalBackend::new(&config).expect("the GGUF loads in candle");
     let texts = [

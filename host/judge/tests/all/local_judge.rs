@@ -26,6 +26,7 @@ fn backend(path: &std::path::Path, keep: usize) -> LocalBackend {
         template: PromptTemplate::Chatml,
         cuda: false,
         prefix_cache_prompts: keep,
+        weight_products: Default::default(),
     })
     .unwrap()
 }
@@ -163,6 +164,7 @@ fn files_it_cannot_run_are_refused_with_their_path() {
             template: PromptTemplate::Plain,
             cuda: false,
             prefix_cache_prompts: 0,
+            weight_products: Default::default(),
         })
         .err()
         .expect("refused")
@@ -278,6 +280,7 @@ fn a_safetensors_checkpoint_runs_like_the_same_weights_in_gguf() {
         template: PromptTemplate::Plain,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     };
     let gguf = LocalBackend::new(&config(dir.join("same.gguf"))).unwrap();
     let safetensors = LocalBackend::from_safetensors(&config(checkpoint.clone())).unwrap();

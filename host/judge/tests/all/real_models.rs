@@ -36,6 +36,7 @@ fn pair(name: &str) -> Pair {
         template: PromptTemplate::Model,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     })
     .unwrap_or_else(|e| panic!("{name} loads in the local backend: {e}"));
     Pair {

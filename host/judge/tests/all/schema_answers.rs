@@ -27,6 +27,7 @@ fn rambler(seed: u64) -> LocalBackend {
         template: PromptTemplate::Chatml,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     })
     .unwrap()
 }

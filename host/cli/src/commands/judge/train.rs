@@ -131,6 +131,7 @@ pub fn train(args: &TrainArgs) -> Result<VerifierReport> {
         template: PromptTemplate::Model,
         cuda: false,
         prefix_cache_prompts: 0,
+        weight_products: Default::default(),
     };
     let backend = match args.model.is_dir() {
         true => LocalBackend::from_safetensors(&judge_config),
