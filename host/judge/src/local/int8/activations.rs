@@ -112,7 +112,7 @@ mod avx512 {
 
 impl QuantizedRows {
     /// Quantizes `values` (`rows × inner`, row-major; `inner` a multiple of
-    /// [`BLOCK`]) to the nearest of 255 levels per block.
+    /// 32) to the nearest of 255 levels per block.
     pub fn quantize(values: &[f32], inner: usize) -> Self {
         assert!(inner > 0 && inner.is_multiple_of(BLOCK), "inner {inner}");
         assert!(

@@ -5,9 +5,9 @@
 //! one dot product per output and row, so before this the judge widened
 //! them to f32 and spent half its time in float products.
 //!
-//! The weights are repacked once at load ([`tiles`]: 1.25 bytes a weight,
-//! a quarter of f32), each product quantizes its rows ([`activations`]) and
-//! runs the stripes of 16 outputs on rayon's threads ([`kernels`]).
+//! The weights are repacked once at load (`tiles`: 1.25 bytes a weight,
+//! a quarter of f32), each product quantizes its rows (`activations`) and
+//! runs the stripes of 16 outputs on rayon's threads (`kernels`).
 
 mod activations;
 mod blocks;
