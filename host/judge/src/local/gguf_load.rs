@@ -157,7 +157,8 @@ impl JudgeDecoder {
                     .and_then(Projection::from_qmatmul),
             }
         };
-        let embedding = dense(tensor("token_embd.weight")?)?;
+        let token_embd = tensor("token_embd.weight")?;
+        let embedding = token_embd.dequantize(device).map_err(e)?;
         // No capacity from the file's word: a missing block fails below.
         let mut layers = Vec::new();
         for i in 0..blocks {
@@ -193,15 +194,15 @@ impl JudgeDecoder {
         }
         let norm = dense(tensor("output_norm.weight")?)?;
         // Tied embeddings: no separate output matrix. Where the table's
-        // blocks run as integer products it is read a second time, as a
-        // matrix (a quarter of the f32 table's size for Q8_0); else the
-        // table itself is shared.
+        // blocks run as integer products it is also held as such a matrix
+        // (a quarter of the f32 table's size for Q8_0); else the f32 table
+        // itself is shared.
         let output = match tensor("output.weight") {
             Ok(t) => matmul(t)?,
-            Err(_) => match tensor("token_embd.weight") {
-                Ok(t) if int8.is_some() && BlockFormat::of(t.dtype()).is_some() => matmul(t)?,
-                _ => Projection::tied(&embedding),
-            },
+            Err(_) if int8.is_some() && BlockFormat::of(token_embd.dtype()).is_some() => {
+                matmul(token_embd)?
+            }
+            Err(_) => Projection::tied(&embedding),
         };
         let sliding_window = sliding_window.map(|window| SlidingWindow {
             window,

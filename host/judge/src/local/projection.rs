@@ -55,7 +55,6 @@ impl Projection {
         match self {
             Projection::Int8(matrix) => {
                 let mut dims = x.dims().to_vec();
-                let values: Vec<f32> = x.flatten_all().and_then(|v| v.to_vec1()).map_err(e)?;
                 if dims.pop() != Some(matrix.inputs()) {
                     return Err(DecoderError::Batch(format!(
                         "rows of shape {:?} for a matrix of {} inputs",
@@ -63,6 +62,7 @@ impl Projection {
                         matrix.inputs()
                     )));
                 }
+                let values: Vec<f32> = x.flatten_all().and_then(|v| v.to_vec1()).map_err(e)?;
                 let product = matrix.product(&QuantizedRows::quantize(&values, matrix.inputs()));
                 dims.push(matrix.outputs());
                 Tensor::from_vec(product, dims, x.device()).map_err(e)
