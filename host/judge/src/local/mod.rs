@@ -16,6 +16,7 @@
 //! answered within it ([`schema`]), so the answer always parses.
 
 mod attention;
+mod causal;
 mod decode;
 pub mod error;
 mod gguf_load;

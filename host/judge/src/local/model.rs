@@ -11,6 +11,7 @@
 //! norms after attention and after the MLP, GELU (tanh) gating, and
 //! sliding-window layers with their own rotary base.
 
+use super::causal::{SequenceTensors, attend_on_cpu};
 use super::projection::Projection;
 use candle_core::{D, DType, Device, Tensor};
 
@@ -284,7 +285,6 @@ impl JudgeDecoder {
             };
             let h = rms_norm(&x, &layer.attn_norm, self.eps)?;
             let (q, k, v) = self.query_key_value(layer, &h, (b, 1), cos, sin)?;
-            let mut attended = Vec::with_capacity(b);
             for (j, cache) in caches.iter_mut().enumerate() {
                 let row = |t: &Tensor| t.narrow(0, j, 1).map_err(e);
                 let (kj, vj) = (row(&k)?, row(&v)?);
@@ -295,19 +295,42 @@ impl JudgeDecoder {
                     ),
                     None => (kj, vj),
                 };
-                // A sliding-window layer sees the last `window` positions.
-                let seen = kj.dim(2).map_err(e)?;
-                let from = seen.saturating_sub(*window);
-                let visible = |t: &Tensor| t.narrow(2, from, seen - from).map_err(e);
-                attended.push(self.attend(&row(&q)?, &visible(&kj)?, &visible(&vj)?, &None)?);
                 match cache.layers.get_mut(i) {
                     Some(slot) => *slot = (kj, vj),
                     None => cache.layers.push((kj, vj)),
                 }
             }
-            let attended = Tensor::cat(&attended, 0)
-                .and_then(|a| a.transpose(1, 2))
-                .and_then(|a| a.reshape((b, 1, self.heads * self.head_dim)))
+            let sequences: Vec<SequenceTensors> = caches
+                .iter()
+                .enumerate()
+                .map(|(j, cache)| SequenceTensors {
+                    q_row: j,
+                    q_first: 0,
+                    positions: 1,
+                    k: &cache.layers[i].0,
+                    v: &cache.layers[i].1,
+                })
+                .collect();
+            let heads = (self.kv_heads, self.attention_scale as f32, *window);
+            let attended = match attend_on_cpu(&q, &sequences, heads).map_err(e)? {
+                Some(attended) => attended,
+                None => {
+                    let mut attended = Vec::with_capacity(b);
+                    for s in &sequences {
+                        // A sliding-window layer sees the last `window` positions.
+                        let seen = s.k.dim(2).map_err(e)?;
+                        let from = seen.saturating_sub(*window);
+                        let visible = |t: &Tensor| t.narrow(2, from, seen - from).map_err(e);
+                        let q = q.narrow(0, s.q_row, 1).map_err(e)?;
+                        attended.push(self.attend(&q, &visible(s.k)?, &visible(s.v)?, &None)?);
+                    }
+                    Tensor::cat(&attended, 0)
+                        .and_then(|a| a.transpose(1, 2))
+                        .map_err(e)?
+                }
+            };
+            let attended = attended
+                .reshape((b, 1, self.heads * self.head_dim))
                 .map_err(e)?;
             x = self.finish_block(layer, x, &attended)?;
         }

@@ -10,6 +10,7 @@
 
 use super::LocalBackend;
 use super::model::{DecoderError, JudgeDecoder, KvCache, Result, attention_mask, e, rms_norm};
+use super::causal::{SequenceTensors, attend_on_cpu};
 use candle_core::Tensor;
 
 /// Prompts group only when they share at least this many tokens; below it
@@ -17,8 +18,11 @@ use candle_core::Tensor;
 const MIN_SHARED_TOKENS: usize = 16;
 
 /// At most this many prompt tokens after the prefix, and this many
-/// prompts, run in one pass (the activations of a pass grow with them).
-const MAX_GROUP_TOKENS: usize = 4096;
+/// prompts, run in one pass. Integer products reach their speed a token by
+/// 32 rows, while larger passes ran slower a token: on SmolLM2's
+/// HealthBench batch (two cores) 7.0 queries/s at 256, 6.9 at 128 and 512,
+/// 6.0 at 4 096 (`benches/vs_llama_server.rs`).
+const MAX_GROUP_TOKENS: usize = 256;
 const MAX_GROUP_PROMPTS: usize = 256;
 
 /// A prompt joins a group only if the tokens the group then computes that
@@ -224,6 +228,7 @@ impl JudgeDecoder {
         let positions = Tensor::new(positions.as_slice(), &self.device).map_err(e)?;
         let kind = |cos: &Tensor, sin: &Tensor, window: Option<usize>| -> Result<LayerKind> {
             Ok(LayerKind {
+                window: window.unwrap_or(usize::MAX),
                 cos: cos.index_select(&positions, 0).map_err(e)?,
                 sin: sin.index_select(&positions, 0).map_err(e)?,
                 masks: spans
@@ -246,7 +251,6 @@ impl JudgeDecoder {
             };
             let h = rms_norm(&x, &layer.attn_norm, self.eps)?;
             let (q, k, v) = self.query_key_value(layer, &h, (1, total), &at.cos, &at.sin)?;
-            let mut attended = Vec::with_capacity(spans.len());
             for (j, &(start, len)) in spans.iter().enumerate() {
                 let own = |t: &Tensor| t.narrow(2, start, len).and_then(|t| t.contiguous());
                 let (kj, vj) = match prefix.layers.get(i) {
@@ -256,13 +260,34 @@ impl JudgeDecoder {
                     ),
                     None => (own(&k).map_err(e)?, own(&v).map_err(e)?),
                 };
-                attended.push(self.attend(&own(&q).map_err(e)?, &kj, &vj, &at.masks[j])?);
                 caches[j].push((kj, vj));
             }
-            let attended = Tensor::cat(&attended, 2)
-                .and_then(|a| a.transpose(1, 2))
-                .and_then(|a| a.reshape((1, total, self.heads * self.head_dim)))
-                .map_err(e)?;
+            let sequences: Vec<SequenceTensors> = spans
+                .iter()
+                .zip(&caches)
+                .map(|(&(start, len), layers)| SequenceTensors {
+                    q_row: 0,
+                    q_first: start,
+                    positions: len,
+                    k: &layers[i].0,
+                    v: &layers[i].1,
+                })
+                .collect();
+            let heads = (self.kv_heads, self.attention_scale as f32, at.window);
+            let attended = match attend_on_cpu(&q, &sequences, heads).map_err(e)? {
+                Some(attended) => attended.unsqueeze(0).map_err(e)?,
+                None => {
+                    let mut attended = Vec::with_capacity(spans.len());
+                    for (j, s) in sequences.iter().enumerate() {
+                        let own = q.narrow(2, s.q_first, s.positions).map_err(e)?;
+                        attended.push(self.attend(&own, s.k, s.v, &at.masks[j])?);
+                    }
+                    Tensor::cat(&attended, 2)
+                        .and_then(|a| a.transpose(1, 2))
+                        .and_then(|a| a.reshape((1, total, self.heads * self.head_dim)))
+                        .map_err(e)?
+                }
+            };
             x = self.finish_block(layer, x, &attended)?;
         }
         let kept: Vec<u32> = spans
@@ -298,6 +323,8 @@ impl JudgeDecoder {
 /// Rotary angles of every token in the pass and each suffix's mask, for
 /// one kind of layer (global or sliding-window).
 struct LayerKind {
+    /// A token sees this many positions back, itself included.
+    window: usize,
     cos: Tensor,
     sin: Tensor,
     masks: Vec<Option<Tensor>>,

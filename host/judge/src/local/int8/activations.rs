@@ -4,7 +4,7 @@
 //! multiply.
 
 use super::blocks::BLOCK;
-use rayon::prelude::*;
+use std::sync::Mutex;
 
 /// `rows × inner` values as `scale[r][b] · q[r][i]`.
 pub struct QuantizedRows {
@@ -129,17 +129,33 @@ impl QuantizedRows {
         let each = |((block, out), (d, s)): (BlockIn<'_>, ScalesOut<'_>)| {
             (*d, *s) = quantize_block(block.try_into().unwrap(), out.try_into().unwrap());
         };
-        let blocks_in = values.chunks_exact(BLOCK).zip(q.chunks_exact_mut(BLOCK));
-        let scales_out = scale.iter_mut().zip(scaled_sum.iter_mut());
-        if rows >= PARALLEL_ROWS {
-            let blocks_in = values
-                .par_chunks_exact(BLOCK)
-                .zip(q.par_chunks_exact_mut(BLOCK));
-            let scales_out = scale.par_iter_mut().zip(scaled_sum.par_iter_mut());
+        let pool = candle_core::utils::barrier_pool();
+        let parts = if rows >= PARALLEL_ROWS { pool.n_workers() + 1 } else { 1 };
+        // One part of the rows per thread of candle's pool (each thread
+        // takes its own part's lock, so none waits on another).
+        let per_part = rows.div_ceil(parts) * inner;
+        let work: Vec<Mutex<_>> = values
+            .chunks(per_part)
+            .zip(q.chunks_mut(per_part))
+            .zip(scale.chunks_mut(per_part / BLOCK))
+            .zip(scaled_sum.chunks_mut(per_part / BLOCK))
+            .map(Mutex::new)
+            .collect();
+        let run = |part: usize| {
+            let Some(Ok(mut part)) = work.get(part).map(Mutex::lock) else {
+                return;
+            };
+            let (((values, q), scale), scaled_sum) = &mut *part;
+            let blocks_in = values.chunks_exact(BLOCK).zip(q.chunks_exact_mut(BLOCK));
+            let scales_out = scale.iter_mut().zip(scaled_sum.iter_mut());
             blocks_in.zip(scales_out).for_each(each);
-        } else {
-            blocks_in.zip(scales_out).for_each(each);
+        };
+        match work.len() {
+            0 => {}
+            1 => run(0),
+            _ => pool.execute(run),
         }
+        drop(work);
         QuantizedRows {
             rows,
             inner,

@@ -7,7 +7,9 @@
 //!
 //! The weights are repacked once at load (`tiles`: 1.25 bytes a weight,
 //! a quarter of f32), each product quantizes its rows (`activations`) and
-//! runs the stripes of 16 outputs on rayon's threads (`kernels`).
+//! runs the stripes of 16 outputs on candle's CPU thread pool (`kernels`),
+//! the pool every other op of the decoder runs on: a second pool's threads
+//! would wake and spin against candle's on the same cores.
 
 mod activations;
 mod blocks;
@@ -19,7 +21,7 @@ pub use activations::QuantizedRows;
 pub use blocks::BlockFormat;
 pub use kernels::Kernel;
 use kernels::{MAX_ROWS, RowsOut};
-use rayon::prelude::*;
+use std::ops::Range;
 use tiles::{TILE_OUTPUTS, TiledMatrix};
 
 /// A weight matrix `[outputs, inputs]` held for integer products.
@@ -76,27 +78,52 @@ impl Int8Matrix {
         let mut dst = vec![0f32; m * n];
         let cells = Cells(dst.as_mut_ptr());
         let cells = &cells;
-        (0..self.matrix.stripes()).into_par_iter().for_each(|s| {
-            let tiles = self.matrix.stripe(s);
-            let width = (n - s * TILE_OUTPUTS).min(TILE_OUTPUTS);
-            let mut out: RowsOut = [[0.0; TILE_OUTPUTS]; MAX_ROWS];
-            let mut first = 0;
-            while first < m {
-                let count = (m - first).min(MAX_ROWS);
-                self.kernel.run(tiles, rows, first, count, &mut out);
-                for (r, row) in out.iter().enumerate().take(count) {
-                    // SAFETY: `(first + r) · n + s · 16 + width <= m · n`,
-                    // and these cells belong to stripe `s` alone.
-                    unsafe {
-                        let at = cells.0.add((first + r) * n + s * TILE_OUTPUTS);
-                        std::ptr::copy_nonoverlapping(row.as_ptr(), at, width);
-                    }
-                }
-                first += count;
+        // Work items are (chunk of rows, stripe), chunk-major, so a thread
+        // runs consecutive stripes over rows that stay in its cache; a
+        // stripe over all of a long prompt's rows would stream them from
+        // memory once per stripe.
+        let chunk = rows_per_chunk(self.matrix.inputs);
+        let stripes = self.matrix.stripes();
+        let pool = candle_core::utils::barrier_pool();
+        pool.execute_chunked(m.div_ceil(chunk) * stripes, |items| {
+            for item in items {
+                let first = item / stripes * chunk;
+                let s = item % stripes;
+                self.stripe_product(s, rows, first..m.min(first + chunk), cells);
             }
         });
         dst
     }
+
+    /// Stripe `s` (outputs `16·s ..`) of the product, for rows `span`.
+    fn stripe_product(&self, s: usize, rows: &QuantizedRows, span: Range<usize>, cells: &Cells) {
+        let (m, n) = (span.end, self.matrix.outputs);
+        let tiles = self.matrix.stripe(s);
+        let width = (n - s * TILE_OUTPUTS).min(TILE_OUTPUTS);
+        let mut out: RowsOut = [[0.0; TILE_OUTPUTS]; MAX_ROWS];
+        let mut first = span.start;
+        while first < m {
+            let count = (m - first).min(MAX_ROWS);
+            self.kernel.run(tiles, rows, first, count, &mut out);
+            for (r, row) in out.iter().enumerate().take(count) {
+                // SAFETY: `(first + r) · n + s · 16 + width <= m · n`,
+                // and these cells belong to stripe `s` alone.
+                unsafe {
+                    let at = cells.0.add((first + r) * n + s * TILE_OUTPUTS);
+                    std::ptr::copy_nonoverlapping(row.as_ptr(), at, width);
+                }
+            }
+            first += count;
+        }
+    }
+}
+
+/// Rows one work item multiplies: about 64 KiB of quantized values, which
+/// stay in a core's L2 cache while it runs stripe after stripe over them
+/// (a multiple of the kernel's row group, 8 to 256 rows).
+fn rows_per_chunk(inputs: usize) -> usize {
+    let rows = (64 * 1024 / inputs.max(1)).clamp(MAX_ROWS, 256);
+    rows / MAX_ROWS * MAX_ROWS
 }
 
 #[cfg(test)]
