@@ -130,7 +130,11 @@ impl QuantizedRows {
             (*d, *s) = quantize_block(block.try_into().unwrap(), out.try_into().unwrap());
         };
         let pool = candle_core::utils::barrier_pool();
-        let parts = if rows >= PARALLEL_ROWS { pool.n_workers() + 1 } else { 1 };
+        let parts = if rows >= PARALLEL_ROWS {
+            pool.n_workers() + 1
+        } else {
+            1
+        };
         // One part of the rows per thread of candle's pool (each thread
         // takes its own part's lock, so none waits on another).
         let per_part = rows.div_ceil(parts) * inner;

@@ -12,6 +12,18 @@
 //!
 //! In a nibble block, byte `j` holds value `j` in its low half and value
 //! `j + 16` in its high half.
+//!
+//! The k-quant super-blocks of 256 values split into eight sub-blocks of
+//! 32, each `(d · sc) · q − dmin · m` with 6-bit `sc` and `m`, so they take
+//! the same form exactly (ggml's `block_q4_K`, `block_q5_K`):
+//! - Q4_K, 144 bytes: f16 `d`, f16 `dmin`, 12 bytes of packed `sc`/`m`,
+//!   128 bytes of nibbles: bytes `32k ..` hold sub-block `2k` in their low
+//!   halves and `2k + 1` in their high halves.
+//! - Q5_K, 176 bytes: as Q4_K with 32 bytes of fifth bits before the
+//!   nibbles: bit `2k` of byte `l` is value `l` of sub-block `2k`, bit
+//!   `2k + 1` value `l` of sub-block `2k + 1`.
+//!
+//! Q6_K's sub-blocks are 16 values wide, so it stays with candle's kernel.
 
 use candle_core::quantized::GgmlDType;
 
@@ -31,6 +43,10 @@ pub enum BlockFormat {
     Q5_1,
     /// 8 bits, symmetric.
     Q8_0,
+    /// 4 bits, super-blocks of 256 with 6-bit sub-block scales and minima.
+    Q4K,
+    /// 5 bits, likewise.
+    Q5K,
 }
 
 /// One block, unpacked: `value[i] = scale · q[i] + offset`.
@@ -53,13 +69,25 @@ impl BlockFormat {
             GgmlDType::Q5_0 => BlockFormat::Q5_0,
             GgmlDType::Q5_1 => BlockFormat::Q5_1,
             GgmlDType::Q8_0 => BlockFormat::Q8_0,
+            GgmlDType::Q4K => BlockFormat::Q4K,
+            GgmlDType::Q5K => BlockFormat::Q5K,
             _ => return None,
         })
+    }
+
+    /// Values of one block in the file (a whole number of [`BLOCK`]s).
+    pub fn values(self) -> usize {
+        match self {
+            BlockFormat::Q4K | BlockFormat::Q5K => 256,
+            _ => BLOCK,
+        }
     }
 
     /// Bytes of one block in the file.
     pub fn bytes(self) -> usize {
         match self {
+            BlockFormat::Q4K => 144,
+            BlockFormat::Q5K => 176,
             BlockFormat::Q4_0 => 18,
             BlockFormat::Q4_1 => 20,
             BlockFormat::Q5_0 => 22,
@@ -68,8 +96,16 @@ impl BlockFormat {
         }
     }
 
-    /// Unpacks one block; `raw` is exactly [`Self::bytes`] long.
-    pub fn unpack(self, raw: &[u8]) -> UnsignedBlock {
+    /// Unpacks one block of the file (`raw`, exactly [`Self::bytes`] long)
+    /// into its blocks of 32 values, passed to `each` in order.
+    pub fn unpack(self, raw: &[u8], mut each: impl FnMut(UnsignedBlock)) {
+        match self {
+            BlockFormat::Q4K | BlockFormat::Q5K => unpack_k(self, raw, each),
+            _ => each(self.unpack_block(raw)),
+        }
+    }
+
+    fn unpack_block(self, raw: &[u8]) -> UnsignedBlock {
         debug_assert_eq!(raw.len(), self.bytes());
         let half = |at: usize| f16_to_f32(u16::from_le_bytes([raw[at], raw[at + 1]]));
         let d = half(0);
@@ -111,12 +147,55 @@ impl BlockFormat {
                 }
                 -128.0 * d
             }
+            BlockFormat::Q4K | BlockFormat::Q5K => unreachable!("super-blocks unpack in unpack_k"),
         };
         UnsignedBlock {
             q,
             scale: d,
             offset,
         }
+    }
+}
+
+/// The eight sub-blocks of a Q4_K or Q5_K super-block.
+fn unpack_k(format: BlockFormat, raw: &[u8], mut each: impl FnMut(UnsignedBlock)) {
+    debug_assert_eq!(raw.len(), format.bytes());
+    let half = |at: usize| f16_to_f32(u16::from_le_bytes([raw[at], raw[at + 1]]));
+    let (d, dmin) = (half(0), half(2));
+    let packed = &raw[4..16];
+    // ggml's `get_scale_min_k4`: sub-block j's 6-bit scale and minimum.
+    let scale_min = |j: usize| -> (u8, u8) {
+        if j < 4 {
+            (packed[j] & 63, packed[j + 4] & 63)
+        } else {
+            (
+                (packed[j + 4] & 0x0F) | ((packed[j - 4] >> 6) << 4),
+                (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4),
+            )
+        }
+    };
+    let (fifth_bits, nibbles) = match format {
+        BlockFormat::Q5K => (Some(&raw[16..48]), &raw[48..176]),
+        _ => (None, &raw[16..144]),
+    };
+    for j in 0..8 {
+        let bytes = &nibbles[32 * (j / 2)..32 * (j / 2 + 1)];
+        let mut q = [0u8; BLOCK];
+        for (l, value) in q.iter_mut().enumerate() {
+            let nibble = if j % 2 == 0 {
+                bytes[l] & 0x0F
+            } else {
+                bytes[l] >> 4
+            };
+            let fifth = fifth_bits.map_or(0, |bits| ((bits[l] >> j) & 1) << 4);
+            *value = nibble | fifth;
+        }
+        let (sc, m) = scale_min(j);
+        each(UnsignedBlock {
+            q,
+            scale: d * f32::from(sc),
+            offset: -(dmin * f32::from(m)),
+        });
     }
 }
 

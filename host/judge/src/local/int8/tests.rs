@@ -3,13 +3,24 @@ use super::*;
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 
-const FORMATS: [GgmlDType; 5] = [
+const FORMATS: [GgmlDType; 7] = [
     GgmlDType::Q4_0,
     GgmlDType::Q4_1,
     GgmlDType::Q5_0,
     GgmlDType::Q5_1,
     GgmlDType::Q8_0,
+    GgmlDType::Q4K,
+    GgmlDType::Q5K,
 ];
+
+/// Inputs of a test matrix in `dtype`: whole super-blocks for k-quants.
+fn test_inputs(dtype: GgmlDType) -> usize {
+    if matches!(dtype, GgmlDType::Q4K | GgmlDType::Q5K) {
+        512
+    } else {
+        96
+    }
+}
 
 /// A quantized `[outputs, inputs]` matrix and its dequantized values.
 fn weights(dtype: GgmlDType, outputs: usize, inputs: usize, seed: u64) -> (QTensor, Vec<f32>) {
@@ -42,7 +53,7 @@ fn rows(count: usize, inputs: usize) -> Vec<f32> {
 #[test]
 fn every_format_unpacks_to_the_values_candle_dequantizes() {
     for dtype in FORMATS {
-        let (outputs, inputs) = (19, 96);
+        let (outputs, inputs) = (19, test_inputs(dtype));
         let (quantized, expected) = weights(dtype, outputs, inputs, 3);
         let packed = TiledMatrix::pack(
             BlockFormat::of(dtype).unwrap(),
@@ -88,7 +99,8 @@ fn reference(weights: &[f32], x: &QuantizedRows, outputs: usize) -> (Vec<f32>, V
 fn the_kernels_compute_the_product_of_the_dequantized_weights_and_rows() {
     let kernels = [Kernel::Portable, Kernel::detect()];
     for dtype in FORMATS {
-        for (outputs, inputs) in [(1, 32), (16, 64), (33, 576)] {
+        let unit = BlockFormat::of(dtype).unwrap().values();
+        for (outputs, inputs) in [(1, unit), (16, 2 * unit), (33, 3 * unit)] {
             let (quantized, dense) = weights(dtype, outputs, inputs, 11);
             for count in [1, 3, 8, 9, 20] {
                 let x = QuantizedRows::quantize(&rows(count, inputs), inputs);

@@ -46,11 +46,14 @@ impl TiledMatrix {
         inputs: usize,
         raw: &[u8],
     ) -> Result<Self, String> {
-        if inputs == 0 || !inputs.is_multiple_of(BLOCK) {
-            return Err(format!("{inputs} inputs are not whole blocks of {BLOCK}"));
+        let per_block = format.values();
+        if inputs == 0 || !inputs.is_multiple_of(per_block) {
+            return Err(format!(
+                "{inputs} inputs are not whole blocks of {per_block} ({format:?})"
+            ));
         }
         let blocks = inputs / BLOCK;
-        let row_bytes = blocks * format.bytes();
+        let row_bytes = inputs / per_block * format.bytes();
         if raw.len() != outputs * row_bytes {
             return Err(format!(
                 "{} bytes for {outputs} × {inputs} values in {format:?} (expected {})",
@@ -62,15 +65,18 @@ impl TiledMatrix {
         let mut tiles = vec![Tile::EMPTY; stripes * blocks];
         for (row, bytes) in raw.chunks_exact(row_bytes).enumerate() {
             let (stripe, o) = (row / TILE_OUTPUTS, row % TILE_OUTPUTS);
-            for (b, block) in bytes.chunks_exact(format.bytes()).enumerate() {
-                let unpacked = format.unpack(block);
-                let tile = &mut tiles[stripe * blocks + b];
-                tile.scale[o] = unpacked.scale;
-                tile.offset[o] = unpacked.offset;
-                for (i, &q) in unpacked.q.iter().enumerate() {
-                    let (g, j) = (i / GROUP, i % GROUP);
-                    tile.q[g * GROUP * TILE_OUTPUTS + o * GROUP + j] = q;
-                }
+            let mut b = 0;
+            for block in bytes.chunks_exact(format.bytes()) {
+                format.unpack(block, |unpacked| {
+                    let tile = &mut tiles[stripe * blocks + b];
+                    tile.scale[o] = unpacked.scale;
+                    tile.offset[o] = unpacked.offset;
+                    for (i, &q) in unpacked.q.iter().enumerate() {
+                        let (g, j) = (i / GROUP, i % GROUP);
+                        tile.q[g * GROUP * TILE_OUTPUTS + o * GROUP + j] = q;
+                    }
+                    b += 1;
+                });
             }
         }
         Ok(TiledMatrix {
