@@ -1,9 +1,10 @@
 //! A weight matrix of the judge's decoder, applied to token rows as
 //! `x · wᵀ`.
 //!
-//! GGUF's 32-value block formats run as integer products on CPUs with
-//! AVX-512 VNNI ([`super::int8`]). Other quantized blocks go through
-//! candle's quantized kernels. A dense matrix
+//! GGUF's 32-value block formats and Q4_K/Q5_K run as integer products on
+//! CPUs with AVX-512 VNNI ([`super::int8`]). Other quantized blocks (Q6_K,
+//! or any on other CPUs) go through candle's quantized kernels. A dense
+//! matrix
 //! (a safetensors checkpoint, or a GGUF format widened to f32 because
 //! candle has no fast kernel for it) is stored transposed, `[in, out]`:
 //! decoding multiplies one or a few token rows at a time, and at that size

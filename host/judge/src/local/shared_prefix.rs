@@ -3,14 +3,14 @@
 //! and differ only in their last few dozen tokens. The shared prefix is
 //! encoded once (or taken from the prompt cache) and the prompts' own
 //! tokens then run through the weight products together, as one sequence
-//! of all their tokens: a few dozen rows per product make poor use of the
-//! cores, several hundred make good use of them. In attention each prompt
+//! of all their tokens: a few rows per product make poor use of the
+//! cores, a few hundred make good use of them. In attention each prompt
 //! sees the prefix and its own earlier tokens only, so every answer is the
 //! one the prompt would get on its own.
 
 use super::LocalBackend;
-use super::model::{DecoderError, JudgeDecoder, KvCache, Result, attention_mask, e, rms_norm};
 use super::causal::{SequenceTensors, attend_on_cpu};
+use super::model::{DecoderError, JudgeDecoder, KvCache, Result, attention_mask, e, rms_norm};
 use candle_core::Tensor;
 
 /// Prompts group only when they share at least this many tokens; below it
@@ -27,9 +27,11 @@ const MAX_GROUP_PROMPTS: usize = 256;
 
 /// A prompt joins a group only if the tokens the group then computes that
 /// one prompt after another would have taken from the prompt cache stay
-/// within this share of what the group runs. One pass of ten 60-token
-/// suffixes takes about two thirds of ten passes (SmolLM2, two cores), so
-/// a quarter of recomputation still pays.
+/// within this share of what the group runs. With float products one pass
+/// of ten 60-token suffixes took about two thirds of ten passes (SmolLM2,
+/// two cores), so a quarter of recomputation paid; with integer products
+/// and passes of at most [`MAX_GROUP_TOKENS`] the grouped batch is still
+/// 1.04–1.12× one prompt a call (BENCHMARKS.md), with this share.
 const MAX_RECOMPUTED_SHARE: f64 = 0.25;
 
 /// Prompts (by index) to prefill together after their first `shared`

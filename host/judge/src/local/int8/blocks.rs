@@ -1,4 +1,4 @@
-//! GGUF's 32-value block formats, read as unsigned integers with a scale
+//! GGUF's block formats, read as unsigned integers with a scale
 //! and an offset per block: every value is `scale · q + offset` exactly,
 //! with `q` in `0..=255`. That one form is what the integer products
 //! multiply, whatever the file's format was.
@@ -75,7 +75,7 @@ impl BlockFormat {
         })
     }
 
-    /// Values of one block in the file (a whole number of [`BLOCK`]s).
+    /// Values of one block in the file (a whole number of 32-value blocks).
     pub fn values(self) -> usize {
         match self {
             BlockFormat::Q4K | BlockFormat::Q5K => 256,

@@ -1,9 +1,11 @@
-//! Integer products of GGUF's 32-value block formats (Q4_0, Q4_1, Q5_0,
-//! Q5_1, Q8_0) with token rows quantized to bytes, as llama.cpp computes
-//! them: candle runs these formats either with scalar code (Q4_1, Q5_*) or,
-//! for inputs not a multiple of 256 wide (SmolLM2's 576, Gemma 3's 640),
-//! one dot product per output and row, so before this the judge widened
-//! them to f32 and spent half its time in float products.
+//! Integer products of GGUF's block formats whose values are `scale · q +
+//! offset` per 32 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, and the k-quants Q4_K and
+//! Q5_K) with token rows quantized to bytes, as llama.cpp computes them:
+//! candle runs the 32-value formats either with scalar code (Q4_1, Q5_*)
+//! or, for inputs not a multiple of 256 wide (SmolLM2's 576, Gemma 3's
+//! 640), one dot product per output and row, so before this the judge
+//! widened them to f32 and spent half its time in float products; its
+//! k-quant kernels take one row at a time.
 //!
 //! The weights are repacked once at load (`tiles`: 1.25 bytes a weight,
 //! a quarter of f32), each product quantizes its rows (`activations`) and
