@@ -1,14 +1,18 @@
 //! `math-answer` scoring per sample, several ways on the same batch of 256
 //! GSM8K model solutions: the Rust function linked into the bench, its
-//! owned path (`native`, the anchor), the same crate as a native plugin
+//! owned path (`native`, the anchor), its fast path linked in
+//! (`native_in_place`: the packed batch in, the packed answer out, what the
+//! component runs, without the sandbox), the same crate as a native plugin
 //! loaded with libloading (`native_cdylib`, postcard across the C ABI), and
 //! the component in the WASM sandbox on the SDK's fast path (`wasm`: the
-//! sample read in place, the judgment written in place) and on its owned
-//! path (`wasm_owned`: owned samples and judgments, the component built with
-//! the feature `owned-path`); beside them `wasm_boundary_only` and
+//! sample read in place, the judgment written in place, the host reading
+//! the answer in place) and on its owned path (`wasm_owned`: owned samples
+//! and judgments in the guest, the component built with the feature
+//! `owned-path`); beside them `wasm_boundary_only` and
 //! `wasm_boundary_only_owned`, a component that returns judgments of the
 //! same shape without reading the text, which is what crossing the sandbox
-//! costs by itself on each path.
+//! costs by itself on each path. Every sandboxed row ends with judgments
+//! the host can read (checked whole, read in place: `judge_in_place`).
 //!
 //! cargo bench -p verifine-runtime --features native --bench math_answer
 //!
@@ -131,8 +135,25 @@ fn bench(c: &mut Criterion) {
     let mut owned_boundary = owned("boundary-only").instance();
     let cdylib = NativePlugin::load(&library[0].path, true).unwrap();
 
-    // Same verdicts both ways before timing anything.
+    // Same verdicts every way before timing anything.
     let wasm = instance.judge(&host_ctx, &host_samples).unwrap();
+    let packed_samples = postcard::to_stdvec(&guest_samples).unwrap();
+    let in_place = || {
+        api::__private::judge_packed_in_place::<math_answer::MathAnswer>(
+            guest_ctx.clone(),
+            black_box(&packed_samples),
+        )
+    };
+    let natively_in_place: Vec<Result<verifine_runtime::Judgment, String>> =
+        postcard::from_bytes(&in_place()).unwrap();
+    assert_eq!(natively_in_place, wasm);
+    assert_eq!(
+        instance
+            .judge_in_place(&host_ctx, &host_samples)
+            .unwrap()
+            .to_owned_results(),
+        wasm
+    );
     let native = math_answer::MathAnswer::judge_batch(&config, &guest_ctx, &guest_samples);
     for (w, n) in wasm.iter().zip(&native) {
         assert_eq!(w.as_ref().unwrap().total, n.as_ref().unwrap().total);
@@ -155,20 +176,33 @@ fn bench(c: &mut Criterion) {
             ))
         })
     });
+    group.bench_function("native_in_place", |b| b.iter(|| black_box(in_place())));
     group.bench_function("native_cdylib", |b| {
         b.iter(|| black_box(cdylib.judge(&host_ctx, black_box(&host_samples)).unwrap()))
     });
     group.bench_function("wasm", |b| {
-        b.iter(|| black_box(instance.judge(&host_ctx, black_box(&host_samples)).unwrap()))
+        b.iter(|| {
+            black_box(
+                instance
+                    .judge_in_place(&host_ctx, black_box(&host_samples))
+                    .unwrap(),
+            )
+        })
     });
     group.bench_function("wasm_boundary_only", |b| {
-        b.iter(|| black_box(boundary.judge(&host_ctx, black_box(&host_samples)).unwrap()))
+        b.iter(|| {
+            black_box(
+                boundary
+                    .judge_in_place(&host_ctx, black_box(&host_samples))
+                    .unwrap(),
+            )
+        })
     });
     group.bench_function("wasm_owned", |b| {
         b.iter(|| {
             black_box(
                 owned_math
-                    .judge(&host_ctx, black_box(&host_samples))
+                    .judge_in_place(&host_ctx, black_box(&host_samples))
                     .unwrap(),
             )
         })
@@ -177,7 +211,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             black_box(
                 owned_boundary
-                    .judge(&host_ctx, black_box(&host_samples))
+                    .judge_in_place(&host_ctx, black_box(&host_samples))
                     .unwrap(),
             )
         })

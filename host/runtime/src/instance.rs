@@ -18,6 +18,7 @@ use super::host_state::HostState;
 use super::packed;
 use super::plugin::{Code, Limits, Plugin};
 use super::versions::{ByVersion, Exports, versioned};
+use crate::judgments::Judgments;
 use crate::limiter::SandboxLimiter;
 use std::sync::Arc;
 use thiserror::Error;
@@ -220,7 +221,7 @@ impl PluginInstance {
         })
     }
 
-    /// Judges a batch: one result per sample, in order.
+    /// Judges a batch: one result per sample, in order, as owned records.
     pub fn judge(
         &mut self,
         ctx: &Context,
@@ -230,18 +231,45 @@ impl PluginInstance {
         if let Some(native) = self.plugin.native() {
             return native.judge(ctx, samples);
         }
+        Ok(self.judge_in_place(ctx, samples)?.to_owned_results())
+    }
+
+    /// Judges a batch: one result per sample, in order, read where the
+    /// rubric's answer lies (no allocation per sample on the current
+    /// contract; results that arrive owned are encoded once into the same
+    /// view).
+    pub fn judge_in_place(
+        &mut self,
+        ctx: &Context,
+        samples: &[Sample],
+    ) -> Result<Judgments, PluginError> {
+        #[cfg(feature = "native")]
+        if let Some(native) = self.plugin.native() {
+            return native
+                .judge(ctx, samples)
+                .map(|owned| Judgments::from_owned(&owned));
+        }
         let results = self.call("judge", |store, exports| match exports {
             Exports::Rubric(ByVersion::Current(r)) => Some(packed::judge(store, r, ctx, samples)),
             Exports::Rubric(r) => Some(
                 versioned!(r, r => r
                     .verifine_plugin_rubric_plugin()
                     .call_judge(store, ctx, samples))
-                .map(Ok),
+                .map(|owned| Ok(Judgments::from_owned(&owned))),
             ),
             _ => None,
         })?;
         let results = self.expect_decoded("judge", results)?;
-        self.expect_count("judge", results, samples.len())
+        if results.len() != samples.len() {
+            self.live = None;
+            return Err(count_error(
+                &self.plugin.metadata.name,
+                "judge",
+                results.len(),
+                samples.len(),
+            ));
+        }
+        Ok(results)
     }
 
     /// Aggregates a batch: one reward (none when undefined, or an error) per item, in order.
@@ -360,11 +388,15 @@ pub(crate) fn check_count<T>(
     if results.len() == expected {
         return Ok(results);
     }
-    Err(PluginError::Contract {
+    Err(count_error(plugin, call, results.len(), expected))
+}
+
+fn count_error(plugin: &str, call: &'static str, count: usize, expected: usize) -> PluginError {
+    PluginError::Contract {
         plugin: plugin.to_string(),
         call,
-        message: format!("returned {} results for {expected} inputs", results.len()),
-    })
+        message: format!("returned {count} results for {expected} inputs"),
+    }
 }
 
 /// The error chain in one line, with what the plugin wrote to stderr.

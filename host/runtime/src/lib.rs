@@ -36,6 +36,7 @@ mod host_judges;
 mod host_state;
 mod instance;
 pub mod judge_models;
+pub mod judgments;
 mod limiter;
 pub mod metadata;
 #[cfg(feature = "native")]

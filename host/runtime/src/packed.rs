@@ -4,9 +4,9 @@
 //! allocation and one copy each way instead of one `cabi_realloc` per
 //! string. The fields a rubric does not read (`reads`) are sent empty.
 
-use crate::bindings::{Context, Judgment, Sample, SampleFields, Scoring, aggregator, rubric};
+use crate::bindings::{Context, Sample, SampleFields, Scoring, aggregator, rubric};
 use crate::host_state::HostState;
-use crate::packed_answer;
+use crate::judgments::Judgments;
 use serde::de::DeserializeOwned;
 use verifine_contract::wire::{put_text, put_varint};
 use wasmtime::Store;
@@ -88,13 +88,14 @@ pub(crate) fn decode<T: DeserializeOwned>(call: &str, bytes: &[u8]) -> Result<T,
     })
 }
 
-/// Judges `samples` through a 0.3 rubric's `judge-packed`.
+/// Judges `samples` through a 0.3 rubric's `judge-packed`; the answer is
+/// checked whole and kept to be read in place.
 pub(crate) fn judge(
     store: &mut Store<HostState>,
     rubric: &rubric::Rubric,
     ctx: &Context,
     samples: &[Sample],
-) -> Unpacked<Result<Judgment, String>> {
+) -> wasmtime::Result<Result<Judgments, String>> {
     let exports = rubric.verifine_plugin_rubric_plugin();
     let reads = match store.data().rubric_reads {
         Some(reads) => reads,
@@ -109,11 +110,9 @@ pub(crate) fn judge(
     let answer = exports.call_judge_packed(&mut *store, ctx, &packed);
     store.data_mut().packed_samples = packed;
     let answer = answer?;
-    Ok(packed_answer::judgments(&answer).map_err(|e| {
-        format!(
-            "judge-packed answered {} bytes that do not decode as its results: {e}",
-            answer.len()
-        )
+    let len = answer.len();
+    Ok(Judgments::from_packed(answer).map_err(|e| {
+        format!("judge-packed answered {len} bytes that do not decode as its results: {e}")
     }))
 }
 
@@ -134,6 +133,7 @@ pub(crate) fn aggregate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bindings::Judgment;
 
     fn sample() -> Sample {
         Sample {

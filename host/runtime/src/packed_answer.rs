@@ -1,37 +1,80 @@
-//! Reading a rubric's packed answer (`list<result<judgment, string>>` in
-//! postcard) straight into the host's records. The answer comes from the
-//! sandbox, so every length is checked against the bytes left and every
-//! string's UTF-8 is checked; what does not decode is named by its offset.
-//! Decoding through serde did the same work through a visitor per field,
-//! a fifth of the crossing's time (BENCHMARKS.md).
+//! Checking a rubric's packed answer (`list<result<judgment, string>>` in
+//! postcard) once, in place. The answer comes from the sandbox, so every
+//! length is checked against the bytes left and every string's UTF-8 is
+//! checked; what does not decode is named by its offset. What a check
+//! keeps is where each judgment's parts lie ([`Layout`]), so the host reads
+//! judgments where they are ([`crate::judgments`]) and copies only what it
+//! keeps. Decoding through serde did the same work through a visitor per
+//! field, a fifth of the crossing's time (BENCHMARKS.md).
 
-use crate::bindings::{Criterion, Judgment, SubScore, Verdict};
+/// Where a list's items start in the answer, and how many there are.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    pub(crate) at: usize,
+    pub(crate) count: usize,
+}
 
-/// The judgments of a packed answer, or where and why it does not decode.
-pub(crate) fn judgments(bytes: &[u8]) -> Result<Vec<Result<Judgment, String>>, String> {
-    let mut reader = Reader { bytes, at: 0 };
-    let results = reader.list(|r| match r.varint()? {
-        0 => r.judgment().map(Ok),
-        1 => r.text().map(Err),
-        _ => Err(r.fail("a result tag other than 0 or 1")),
-    })?;
+/// Where one judgment's parts lie in a checked answer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    pub(crate) total: Option<f64>,
+    pub(crate) verdicts: Span,
+    pub(crate) sub_scores: Span,
+    pub(crate) criteria: Span,
+    /// The explanation's bytes (start, end), when there is one.
+    pub(crate) explanation: Option<(usize, usize)>,
+}
+
+/// One result of a checked answer: a judgment's layout, or the byte range
+/// of the rubric's error message.
+pub(crate) type Entry = Result<Layout, (usize, usize)>;
+
+/// Checks a packed answer whole and returns where each result lies, or
+/// where and why it does not decode.
+pub(crate) fn check(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+    let mut reader = Reader::new(bytes, 0);
+    let count = reader.count()?;
+    let mut entries = Vec::with_capacity(count);
+    for _ in 0..count {
+        entries.push(match reader.varint()? {
+            0 => Ok(reader.judgment()?),
+            1 => Err(reader.text_range()?),
+            _ => return Err(reader.fail("a result tag other than 0 or 1")),
+        });
+    }
     if reader.at != bytes.len() {
         return Err(reader.fail("bytes after the last result"));
     }
-    Ok(results)
+    Ok(entries)
 }
 
-struct Reader<'a> {
+/// A verdict's criterion, score, met, confidence and explanation.
+pub(crate) type VerdictFields<'a> = (&'a str, f64, Option<bool>, Option<f64>, Option<&'a str>);
+
+/// A cursor over answer bytes. Reading a checked answer again cannot fail;
+/// the view's accessors say so where they unwrap.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    pub(crate) fn new(bytes: &'a [u8], at: usize) -> Self {
+        Reader { bytes, at }
+    }
+
+    /// The whole answer this reader walks.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
     fn fail(&self, reason: &str) -> String {
         format!("byte {}: {reason}", self.at)
     }
 
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+    #[inline]
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self
             .at
             .checked_add(n)
@@ -42,11 +85,13 @@ impl Reader<'_> {
         Ok(taken)
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, String> {
         Ok(self.take(1)?[0])
     }
 
     /// A LEB128 varint of at most ten bytes that fits a `usize`.
+    #[inline]
     fn varint(&mut self) -> Result<usize, String> {
         let mut at = self.at;
         let value = verifine_contract::wire::varint(self.bytes, &mut at);
@@ -54,42 +99,55 @@ impl Reader<'_> {
         value.map_err(|reason| self.fail(reason))
     }
 
-    /// `count` then the items; a count larger than the bytes left could
-    /// hold (every item takes one at least) is refused before reserving.
-    fn list<T>(
-        &mut self,
-        mut item: impl FnMut(&mut Self) -> Result<T, String>,
-    ) -> Result<Vec<T>, String> {
+    /// A list's count; one larger than the bytes left could hold (every
+    /// item takes one at least) is refused before anything is reserved.
+    pub(crate) fn count(&mut self) -> Result<usize, String> {
         let count = self.varint()?;
         if count > self.bytes.len() - self.at {
             return Err(self.fail("a count larger than the answer can hold"));
         }
-        let mut items = Vec::with_capacity(count);
-        for _ in 0..count {
-            items.push(item(self)?);
-        }
-        Ok(items)
+        Ok(count)
     }
 
-    fn text(&mut self) -> Result<String, String> {
+    /// A list's count and where its items start, its items checked and skipped.
+    fn span(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<(), String>,
+    ) -> Result<Span, String> {
+        let count = self.count()?;
+        let at = self.at;
+        for _ in 0..count {
+            item(self)?;
+        }
+        Ok(Span { at, count })
+    }
+
+    /// A string, its UTF-8 checked.
+    #[inline]
+    pub(crate) fn text(&mut self) -> Result<&'a str, String> {
         let len = self.varint()?;
         let start = self.at;
         let bytes = self.take(len)?;
-        match std::str::from_utf8(bytes) {
-            Ok(text) => Ok(text.to_string()),
-            Err(_) => {
-                self.at = start;
-                Err(self.fail("a string that is not UTF-8"))
-            }
-        }
+        std::str::from_utf8(bytes).map_err(|_| {
+            self.at = start;
+            self.fail("a string that is not UTF-8")
+        })
     }
 
-    fn f64(&mut self) -> Result<f64, String> {
+    /// A string's byte range, its UTF-8 checked.
+    fn text_range(&mut self) -> Result<(usize, usize), String> {
+        let text = self.text()?;
+        Ok((self.at - text.len(), self.at))
+    }
+
+    #[inline]
+    pub(crate) fn f64(&mut self) -> Result<f64, String> {
         let bytes: [u8; 8] = self.take(8)?.try_into().expect("eight bytes");
         Ok(f64::from_le_bytes(bytes))
     }
 
-    fn option<T>(
+    #[inline]
+    pub(crate) fn option<T>(
         &mut self,
         value: impl FnOnce(&mut Self) -> Result<T, String>,
     ) -> Result<Option<T>, String> {
@@ -103,7 +161,8 @@ impl Reader<'_> {
         }
     }
 
-    fn bool(&mut self) -> Result<bool, String> {
+    #[inline]
+    pub(crate) fn bool(&mut self) -> Result<bool, String> {
         match self.byte()? {
             0 => Ok(false),
             1 => Ok(true),
@@ -114,38 +173,43 @@ impl Reader<'_> {
         }
     }
 
-    fn judgment(&mut self) -> Result<Judgment, String> {
-        Ok(Judgment {
+    /// A verdict's fields, in the contract's order.
+    pub(crate) fn verdict(&mut self) -> Result<VerdictFields<'a>, String> {
+        Ok((
+            self.text()?,
+            self.f64()?,
+            self.option(Self::bool)?,
+            self.option(Self::f64)?,
+            self.option(Self::text)?,
+        ))
+    }
+
+    /// A sub-score's name and value.
+    pub(crate) fn sub_score(&mut self) -> Result<(&'a str, f64), String> {
+        Ok((self.text()?, self.f64()?))
+    }
+
+    /// A criterion's id, description, weight and dimension; its tags
+    /// follow (a list of strings) and are left to the caller.
+    pub(crate) fn criterion_head(&mut self) -> Result<(&'a str, &'a str, f64, &'a str), String> {
+        Ok((self.text()?, self.text()?, self.f64()?, self.text()?))
+    }
+
+    /// Skips a list of strings, checking each; returns where it starts.
+    pub(crate) fn texts(&mut self) -> Result<Span, String> {
+        self.span(|r| r.text_range().map(drop))
+    }
+
+    fn judgment(&mut self) -> Result<Layout, String> {
+        Ok(Layout {
             total: self.option(Self::f64)?,
-            verdicts: self.list(|r| {
-                Ok(Verdict {
-                    criterion: r.text()?,
-                    score: r.f64()?,
-                    met: r.option(Self::bool)?,
-                    confidence: r.option(Self::f64)?,
-                    explanation: r.option(Self::text)?,
-                })
+            verdicts: self.span(|r| r.verdict().map(drop))?,
+            sub_scores: self.span(|r| r.sub_score().map(drop))?,
+            criteria: self.span(|r| {
+                r.criterion_head()?;
+                r.texts().map(drop)
             })?,
-            sub_scores: self.list(|r| {
-                Ok(SubScore {
-                    name: r.text()?,
-                    value: r.f64()?,
-                })
-            })?,
-            criteria: self.list(|r| {
-                Ok(Criterion {
-                    id: r.text()?,
-                    description: r.text()?,
-                    weight: r.f64()?,
-                    dimension: r.text()?,
-                    tags: r.list(Self::text)?,
-                })
-            })?,
-            explanation: self.option(Self::text)?,
+            explanation: self.option(Self::text_range)?,
         })
     }
 }
-
-#[cfg(test)]
-#[path = "packed_answer_tests.rs"]
-mod tests;

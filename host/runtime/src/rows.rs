@@ -3,7 +3,8 @@
 
 use crate::builders::EMPTY_JSON;
 use crate::error::{Result, RuntimeError};
-use crate::scoring::ScoredSample;
+use crate::judgments::{CriterionRef, Items, SubScoreRef, VerdictRef};
+use crate::scoring::{ScoredRef, ScoredSample};
 use crate::{Criterion, Provenance, Sample, SubScore, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -57,6 +58,28 @@ pub struct OutputRow {
     /// Why the row has no total, when scoring failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// [`OutputRow`] borrowed from its sample and a judgment read in place
+/// ([`output_row_in_place`]); it serializes exactly as the owned row does.
+#[derive(Debug, Serialize)]
+pub struct OutputRowRef<'a> {
+    id: &'a str,
+    total: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rubric_total: Option<f64>,
+    verdicts: Items<'a, VerdictRef<'a>>,
+    #[serde(skip_serializing_if = "Items::is_empty")]
+    sub_scores: Items<'a, SubScoreRef<'a>>,
+    #[serde(skip_serializing_if = "Items::is_empty")]
+    criteria: Items<'a, CriterionRef<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanation: Option<&'a str>,
+    plugin: &'a Provenance,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aggregator: Option<&'a Provenance>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
 }
 
 /// Reads score input rows (`id`, `prompt`, `response`, `reference`?, `context`?,
@@ -169,6 +192,44 @@ fn sample_of(row: InputRow) -> std::result::Result<(Sample, Option<serde_json::V
     Ok((sample, row.label))
 }
 
+/// Whether the aggregator produced the total (then the row names it).
+fn aggregated(
+    has_judgment: bool,
+    rubric_total: Option<f64>,
+    judgment_total: Option<f64>,
+    error: bool,
+) -> bool {
+    has_judgment && (rubric_total.is_some() || judgment_total.is_none()) && !error
+}
+
+/// The output row of one sample scored in place, borrowing everything.
+pub fn output_row_in_place<'a>(
+    sample: &'a Sample,
+    scored: ScoredRef<'a>,
+    rubric: &'a Provenance,
+    aggregator: &'a Provenance,
+) -> OutputRowRef<'a> {
+    let judgment = scored.judgment;
+    let aggregated = aggregated(
+        judgment.is_some(),
+        scored.rubric_total,
+        judgment.and_then(|j| j.total()),
+        scored.error.is_some(),
+    );
+    OutputRowRef {
+        id: &sample.id,
+        total: scored.total,
+        rubric_total: scored.rubric_total,
+        verdicts: judgment.map_or_else(Items::empty, |j| j.verdicts()),
+        sub_scores: judgment.map_or_else(Items::empty, |j| j.sub_scores()),
+        criteria: judgment.map_or_else(Items::empty, |j| j.criteria()),
+        explanation: judgment.and_then(|j| j.explanation()),
+        plugin: rubric,
+        aggregator: aggregated.then_some(aggregator),
+        error: scored.error,
+    }
+}
+
 /// The output row of one scored sample.
 pub fn output_row(
     sample: &Sample,
@@ -177,11 +238,12 @@ pub fn output_row(
     aggregator: &Provenance,
 ) -> OutputRow {
     let judgment = scored.judgment.clone();
-    // Name the aggregator only when it produced the total.
-    let aggregated = judgment
-        .as_ref()
-        .is_some_and(|j| scored.rubric_total.is_some() || j.total.is_none())
-        && scored.error.is_none();
+    let aggregated = aggregated(
+        judgment.is_some(),
+        scored.rubric_total,
+        judgment.as_ref().and_then(|j| j.total),
+        scored.error.is_some(),
+    );
     let (verdicts, sub_scores, criteria, explanation) = match judgment {
         Some(j) => (j.verdicts, j.sub_scores, j.criteria, j.explanation),
         None => Default::default(),
@@ -199,3 +261,7 @@ pub fn output_row(
         error: scored.error.clone(),
     }
 }
+
+#[cfg(test)]
+#[path = "rows_tests.rs"]
+mod tests;

@@ -8,7 +8,7 @@
 
 use crate::Provenance;
 use crate::error::{Result, RuntimeError};
-use crate::rows::{output_row, parse_input_line};
+use crate::rows::{output_row_in_place, parse_input_line};
 use crate::scorer_pool::ScorerPool;
 use crate::scoring::Scorer;
 use std::collections::BTreeMap;
@@ -100,9 +100,11 @@ pub struct StreamSettings {
 /// One chunk's output, ready to write.
 struct ChunkOut {
     bytes: Vec<u8>,
-    /// Per row: its line, its id and a hash of it, its total, whether it
-    /// failed.
-    rows: Vec<(usize, String, u128, Option<f64>, bool)>,
+    /// Per row: its line, a hash of its id, its total, whether it failed.
+    rows: Vec<(usize, u128, Option<f64>, bool)>,
+    /// The rows' ids one after another (to name a repeat), and where each ends.
+    ids: String,
+    id_ends: Vec<usize>,
 }
 
 /// Scores the JSONL rows of `input` (named `path` in errors) into `output`
@@ -253,23 +255,26 @@ impl ChunkContext<'_> {
         }
         self.clock.add(&self.clock.parse, started);
         let started = Instant::now();
-        let scored = scorer.score_batch(0, 0, &samples);
+        let scored = scorer.score_batch_in_place(0, 0, &samples);
         self.clock.add(&self.clock.score, started);
         let started = Instant::now();
         let mut out = ChunkOut {
             bytes: Vec::with_capacity(chunk.bytes.len() + samples.len() * 128),
             rows: Vec::with_capacity(samples.len()),
+            ids: String::new(),
+            id_ends: Vec::with_capacity(samples.len()),
         };
-        for ((sample, scored), line) in samples.iter().zip(&scored).zip(lines) {
-            let row = output_row(sample, scored, &self.rubric, &self.aggregator);
+        for ((sample, scored), line) in samples.iter().zip(scored.iter()).zip(lines) {
+            let row = output_row_in_place(sample, scored, &self.rubric, &self.aggregator);
             serde_json::to_writer(&mut out.bytes, &row).map_err(|e| {
                 line_error(self.path, line, format!("its output row is not JSON: {e}"))
             })?;
             out.bytes.push(b'\n');
             let hash = self.id_hasher.hash(&sample.id);
             let failed = scored.error.is_some();
-            out.rows
-                .push((line, sample.id.clone(), hash, scored.total, failed));
+            out.rows.push((line, hash, scored.total, failed));
+            out.ids.push_str(&sample.id);
+            out.id_ends.push(out.ids.len());
         }
         self.clock.add(&self.clock.format, started);
         Ok(out)
@@ -290,9 +295,11 @@ struct Ordered<'a> {
 impl Ordered<'_> {
     fn write(&mut self, chunk: ChunkOut) -> Result<()> {
         let started = Instant::now();
-        for (line, id, hash, total, failed) in &chunk.rows {
+        for (i, (line, hash, total, failed)) in chunk.rows.iter().enumerate() {
             if let Some(repeat) = self.ids.insert(*hash, *line)? {
-                let id = (repeat.again == *line).then_some(id.as_str());
+                let start = if i == 0 { 0 } else { chunk.id_ends[i - 1] };
+                let id = &chunk.ids[start..chunk.id_ends[i]];
+                let id = (repeat.again == *line).then_some(id);
                 return Err(line_error(self.path, repeat.again, repeat.message(id)));
             }
             self.totals.add(*total, *failed);

@@ -6,6 +6,7 @@
 //! return only verdicts — the default aggregator's (`weighted-sum`).
 
 use crate::error::{Result, RuntimeError};
+use crate::judgments::{JudgmentRef, Judgments};
 use crate::{
     Context, Criterion, Judgment, Plugin, PluginError, PluginInstance, PluginKind, Runtime, Sample,
     Scoring,
@@ -104,17 +105,6 @@ pub struct ScoredSample {
     pub error: Option<String>,
 }
 
-impl ScoredSample {
-    fn failed(error: String) -> Self {
-        ScoredSample {
-            total: None,
-            rubric_total: None,
-            judgment: None,
-            error: Some(error),
-        }
-    }
-}
-
 /// Scores batches through one rubric instance and one aggregator instance.
 pub struct Scorer {
     function: RewardPlugins,
@@ -134,30 +124,48 @@ impl Scorer {
     /// one, so only the ones that fail alone fail; a batch that ran out of
     /// time is not retried (that would multiply the wait).
     pub fn score_batch(&mut self, step: u64, round: u32, samples: &[Sample]) -> Vec<ScoredSample> {
+        self.score_batch_in_place(step, round, samples)
+            .iter()
+            .map(|one| one.to_scored_sample())
+            .collect()
+    }
+
+    /// [`Scorer::score_batch`] with the judgments read where the rubric's
+    /// answer lies: a caller that writes rows or sums rewards allocates
+    /// nothing per sample.
+    pub fn score_batch_in_place(
+        &mut self,
+        step: u64,
+        round: u32,
+        samples: &[Sample],
+    ) -> ScoredBatch {
         let ctx = |config: &str| Context {
             step,
             round,
             config: config.to_string(),
         };
         let rubric_ctx = ctx(&self.function.rubric_config);
-        let judgments = match self.rubric.judge(&rubric_ctx, samples) {
+        let judgments = match self.rubric.judge_in_place(&rubric_ctx, samples) {
             Ok(judgments) => judgments,
             Err(e @ PluginError::Timeout { .. }) => {
-                return samples
-                    .iter()
-                    .map(|_| ScoredSample::failed(e.to_string()))
-                    .collect();
+                let failed: Vec<_> = samples.iter().map(|_| Err(e.to_string())).collect();
+                Judgments::from_owned(&failed)
             }
-            Err(e) if samples.len() == 1 => vec![Err(e.to_string())],
-            Err(_) => samples
-                .iter()
-                .map(
-                    |sample| match self.rubric.judge(&rubric_ctx, std::slice::from_ref(sample)) {
-                        Ok(mut one) => one.pop().unwrap_or_else(|| Err("no judgment".to_string())),
-                        Err(e) => Err(e.to_string()),
-                    },
-                )
-                .collect(),
+            Err(e) if samples.len() == 1 => Judgments::from_owned(&[Err(e.to_string())]),
+            Err(_) => {
+                let one_by_one: Vec<_> = samples
+                    .iter()
+                    .map(|sample| {
+                        match self.rubric.judge(&rubric_ctx, std::slice::from_ref(sample)) {
+                            Ok(mut one) => {
+                                one.pop().unwrap_or_else(|| Err("no judgment".to_string()))
+                            }
+                            Err(e) => Err(e.to_string()),
+                        }
+                    })
+                    .collect();
+                Judgments::from_owned(&one_by_one)
+            }
         };
 
         // Which judged samples need the aggregator, and their inputs.
@@ -166,18 +174,16 @@ impl Scorer {
         let mut items = Vec::new();
         for (i, judgment) in judgments.iter().enumerate() {
             if let Ok(j) = judgment
-                && (explicit || j.total.is_none())
+                && (explicit || j.total().is_none())
             {
-                let criteria = if j.criteria.is_empty() {
+                let judgment = j.to_judgment();
+                let criteria = if judgment.criteria.is_empty() {
                     self.criteria.clone()
                 } else {
-                    j.criteria.clone()
+                    judgment.criteria.clone()
                 };
                 needs_aggregate.push(i);
-                items.push(Scoring {
-                    criteria,
-                    judgment: j.clone(),
-                });
+                items.push(Scoring { criteria, judgment });
             }
         }
         let mut aggregated: Vec<Option<Result<Option<f64>, String>>> = vec![None; samples.len()];
@@ -191,13 +197,13 @@ impl Scorer {
             }
         }
 
-        judgments
-            .into_iter()
+        let outcomes = judgments
+            .iter()
             .zip(aggregated)
             .map(|(judgment, aggregate)| match judgment {
-                Err(e) => ScoredSample::failed(e),
+                Err(e) => Outcome::failed(e.to_string()),
                 Ok(j) => {
-                    let rubric_total = j.total;
+                    let rubric_total = j.total();
                     let total = match aggregate {
                         Some(Ok(reward)) => Ok(reward),
                         Some(Err(e)) => Err(format!("aggregator: {e}")),
@@ -210,15 +216,83 @@ impl Scorer {
                         Ok(t) => (t, None),
                         Err(e) => (None, Some(e)),
                     };
-                    ScoredSample {
+                    Outcome {
                         total,
                         rubric_total: if explicit { rubric_total } else { None },
-                        judgment: Some(j),
                         error,
                     }
                 }
             })
-            .collect()
+            .collect();
+        ScoredBatch {
+            judgments,
+            outcomes,
+        }
+    }
+}
+
+/// A batch scored in place: the rubric's answer and each sample's reward.
+#[derive(Debug, Clone)]
+pub struct ScoredBatch {
+    judgments: Judgments,
+    outcomes: Vec<Outcome>,
+}
+
+#[derive(Debug, Clone)]
+struct Outcome {
+    total: Option<f64>,
+    rubric_total: Option<f64>,
+    error: Option<String>,
+}
+
+impl Outcome {
+    fn failed(error: String) -> Self {
+        Outcome {
+            total: None,
+            rubric_total: None,
+            error: Some(error),
+        }
+    }
+}
+
+impl ScoredBatch {
+    /// Each sample's outcome, in input order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = ScoredRef<'_>> + '_ {
+        self.outcomes
+            .iter()
+            .zip(self.judgments.iter())
+            .map(|(outcome, judgment)| ScoredRef {
+                total: outcome.total,
+                rubric_total: outcome.rubric_total,
+                judgment: judgment.ok(),
+                error: outcome.error.as_deref(),
+            })
+    }
+}
+
+/// [`ScoredSample`] with its judgment read in place (see
+/// [`Scorer::score_batch_in_place`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ScoredRef<'a> {
+    /// The reward; `None` on failure (see `error`) or when undefined.
+    pub total: Option<f64>,
+    /// The rubric's own total, when an explicit aggregator replaced it.
+    pub rubric_total: Option<f64>,
+    /// The rubric's judgment; `None` when judging failed.
+    pub judgment: Option<JudgmentRef<'a>>,
+    /// Why there is no total: the rubric's or aggregator's error, or a non-finite total.
+    pub error: Option<&'a str>,
+}
+
+impl ScoredRef<'_> {
+    /// The owned outcome.
+    pub fn to_scored_sample(&self) -> ScoredSample {
+        ScoredSample {
+            total: self.total,
+            rubric_total: self.rubric_total,
+            judgment: self.judgment.map(|j| j.to_judgment()),
+            error: self.error.map(str::to_string),
+        }
     }
 }
 

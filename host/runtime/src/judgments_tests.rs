@@ -1,7 +1,13 @@
-//! The hand-written reader agrees with postcard's encoding and refuses,
-//! without panicking, everything else.
+//! The packed answer read in place agrees with postcard's encoding, field
+//! by field and as JSON, and everything else is refused, without
+//! panicking, by its byte offset.
 
 use super::*;
+
+/// The owned results of a packed answer, or why it does not decode.
+fn judgments(bytes: &[u8]) -> Result<Vec<Result<Judgment, String>>, String> {
+    Judgments::from_packed(bytes.to_vec()).map(|batch| batch.to_owned_results())
+}
 
 fn answer() -> Vec<Result<Judgment, String>> {
     let long = "é—".repeat(90);
@@ -48,6 +54,48 @@ fn reads_what_postcard_writes() {
         let bytes = postcard::to_stdvec(&results).unwrap();
         assert_eq!(judgments(&bytes).unwrap(), results);
     }
+}
+
+#[test]
+fn the_view_reads_every_field_in_place_and_serializes_as_the_records_do() {
+    let results = answer();
+    let batch = Judgments::from_owned(&results);
+    assert_eq!(batch.len(), results.len());
+    for (view, owned) in batch.iter().zip(&results) {
+        match (view, owned) {
+            (Ok(view), Ok(owned)) => {
+                assert_eq!(view.total(), owned.total);
+                assert_eq!(view.verdicts().len(), owned.verdicts.len());
+                for (v, o) in view.verdicts().zip(&owned.verdicts) {
+                    assert_eq!(v.to_verdict(), *o);
+                    assert_eq!(
+                        serde_json::to_value(v).unwrap(),
+                        serde_json::to_value(o).unwrap()
+                    );
+                }
+                assert_eq!(view.explanation(), owned.explanation.as_deref());
+                assert_eq!(view.to_judgment(), *owned);
+                assert_eq!(
+                    serde_json::to_string(&view).unwrap(),
+                    serde_json::to_string(owned).unwrap()
+                );
+                for (c, o) in view.criteria().zip(&owned.criteria) {
+                    assert_eq!(
+                        serde_json::to_value(c).unwrap(),
+                        serde_json::to_value(o).unwrap()
+                    );
+                }
+            }
+            (Err(view), Err(owned)) => assert_eq!(view, owned),
+            (view, owned) => panic!("{view:?} read where {owned:?} was written"),
+        }
+    }
+    assert!(batch.get(results.len()).is_none());
+    assert!(Items::<VerdictRef>::empty().is_empty());
+    assert_eq!(
+        serde_json::to_string(&Items::<VerdictRef>::empty()).unwrap(),
+        "[]"
+    );
 }
 
 #[test]
