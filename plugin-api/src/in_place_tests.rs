@@ -246,6 +246,11 @@ fn a_number_formats_as_f64_does() {
     }
     for v in values {
         assert_eq!(Number(v).to_string(), v.to_string(), "{v:?}");
+        let mut pieces = String::from("x=");
+        ExplanationText::appending_to(&mut pieces)
+            .push_number(v)
+            .push_str(";");
+        assert_eq!(pieces, format!("x={v};"));
         assert_eq!(
             format!("{:.2}|{:>8}|{:+}", Number(v), Number(v), Number(v)),
             format!("{v:.2}|{v:>8}|{v:+}")

@@ -105,7 +105,9 @@ pub mod verdicts;
 
 pub use builders::NoConfig;
 pub use host_calls::{ask_judges, judge_model, log};
-pub use in_place::{JudgmentWriter, Number, RubricInPlace, SampleView, VerdictRef, judge_owned};
+pub use in_place::{
+    ExplanationText, JudgmentWriter, Number, RubricInPlace, SampleView, VerdictRef, judge_owned,
+};
 
 /// The contract version this SDK was built against (`verifine:plugin@API_VERSION`).
 pub const API_VERSION: &str = verifine_contract::VERSION;

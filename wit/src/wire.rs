@@ -6,7 +6,14 @@
 use alloc::vec::Vec;
 
 /// Appends `value` as a varint (LEB128: seven bits a byte, low bits first).
+/// Inlined: most values are lengths under 128, one byte, and a call costs
+/// more than writing it (most of all in a component).
+#[inline]
 pub fn put_varint(out: &mut Vec<u8>, value: usize) {
+    if value < 0x80 {
+        out.push(value as u8);
+        return;
+    }
     let mut value = value as u64;
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
@@ -16,14 +23,28 @@ pub fn put_varint(out: &mut Vec<u8>, value: usize) {
 }
 
 /// Appends `text` as a string: its length in bytes, then its UTF-8.
+#[inline]
 pub fn put_text(out: &mut Vec<u8>, text: &str) {
     put_varint(out, text.len());
     out.extend_from_slice(text.as_bytes());
 }
 
 /// Reads the varint at `*at` and moves past it; on failure `*at` is where
-/// the problem is and the error says what it is.
+/// the problem is and the error says what it is. A one-byte varint (a
+/// length under 128, the usual case) is read inline.
+#[inline]
 pub fn varint(bytes: &[u8], at: &mut usize) -> Result<usize, &'static str> {
+    match bytes.get(*at) {
+        Some(&byte) if byte < 0x80 => {
+            *at += 1;
+            Ok(usize::from(byte))
+        }
+        _ => long_varint(bytes, at),
+    }
+}
+
+/// [`varint`] past its first byte's fast case.
+fn long_varint(bytes: &[u8], at: &mut usize) -> Result<usize, &'static str> {
     let mut value: u64 = 0;
     for shift in (0..70).step_by(7) {
         let byte = *bytes.get(*at).ok_or("the buffer ends early")?;

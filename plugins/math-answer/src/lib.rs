@@ -69,7 +69,11 @@ impl Rubric for MathAnswer {
             Verdict::met("correct", assessed.correct),
         ])
         .with_total(Some(assessed.total))
-        .because(assessed.explanation().to_string()))
+        .because({
+            let mut text = String::with_capacity(64);
+            assessed.explain(&mut ExplanationText::appending_to(&mut text));
+            text
+        }))
     }
 }
 
@@ -86,7 +90,7 @@ impl RubricInPlace for MathAnswer {
         out.total(assessed.total)
             .verdict(VerdictRef::met("format", assessed.format_ok))
             .verdict(VerdictRef::met("correct", assessed.correct))
-            .explain(format_args!("{}", assessed.explanation()));
+            .explain_with(|text| assessed.explain(text));
         Ok(())
     }
 }
@@ -119,24 +123,19 @@ impl Assessed {
         })
     }
 
-    /// The explanation, formatted where it is written (no String between).
-    fn explanation(&self) -> impl std::fmt::Display + '_ {
-        struct Explanation<'a>(&'a Assessed);
-        impl std::fmt::Display for Explanation<'_> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                let expected = Number(self.0.expected);
-                match self.0.found {
-                    Some((marker, value)) => write!(
-                        f,
-                        "answer {} (by {}) vs reference {expected}",
-                        Number(value),
-                        marker.label()
-                    ),
-                    None => write!(f, "no answer found; reference {expected}"),
-                }
-            }
+    /// The explanation, written piece by piece where it goes (no String
+    /// between on the fast path, no `core::fmt` on either).
+    fn explain(&self, text: &mut ExplanationText<'_>) {
+        match self.found {
+            Some((marker, value)) => text
+                .push_str("answer ")
+                .push_number(value)
+                .push_str(" (by ")
+                .push_str(marker.label())
+                .push_str(") vs reference "),
+            None => text.push_str("no answer found; reference "),
         }
-        Explanation(self)
+        .push_number(self.expected);
     }
 }
 

@@ -1,8 +1,9 @@
-//! Finding the last of three bytes eight bytes at a time. `str::rfind`
+//! Finding the last of three bytes, many bytes per step. `str::rfind`
 //! walks one machine word per step, four bytes in wasm32, and finding each
 //! marker on its own walks the text once per marker; this walks it once
-//! for all of them, eight bytes per step on every target (wasm has 64-bit
-//! integers).
+//! for all of them: sixteen bytes per step in a component (wasm's 128-bit
+//! SIMD, which every engine that runs components has), eight elsewhere
+//! (64-bit words, on every target).
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const LOW_SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -22,6 +23,43 @@ fn matches(word: u64, needles: [u8; 3]) -> u64 {
 
 /// The position of the last byte before `end` that is one of `needles`.
 pub fn last_of_three(bytes: &[u8], end: usize, needles: [u8; 3]) -> Option<usize> {
+    #[cfg(target_arch = "wasm32")]
+    return simd128::last_of_three(bytes, end, needles);
+    #[cfg(not(target_arch = "wasm32"))]
+    last_of_three_by_words(bytes, end, needles)
+}
+
+/// Sixteen bytes per step with wasm's SIMD; the last partial step by words.
+#[cfg(target_arch = "wasm32")]
+mod simd128 {
+    use core::arch::wasm32::{u8x16, u8x16_bitmask, u8x16_eq, u8x16_splat, v128_or};
+
+    #[target_feature(enable = "simd128")]
+    pub fn last_of_three(bytes: &[u8], end: usize, needles: [u8; 3]) -> Option<usize> {
+        let mut end = end.min(bytes.len());
+        let [a, b, c] = [0, 1, 2].map(|i| u8x16_splat(needles[i]));
+        while end >= 16 {
+            let w: &[u8; 16] = bytes[end - 16..end].try_into().expect("sixteen bytes");
+            let v = u8x16(
+                w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
+                w[13], w[14], w[15],
+            );
+            let found = u8x16_bitmask(v128_or(
+                v128_or(u8x16_eq(v, a), u8x16_eq(v, b)),
+                u8x16_eq(v, c),
+            ));
+            if found != 0 {
+                // Bit i is byte i: the highest set bit is the last in the text.
+                return Some(end - 16 + (15 - found.leading_zeros() as usize));
+            }
+            end -= 16;
+        }
+        super::last_of_three_by_words(bytes, end, needles)
+    }
+}
+
+/// Eight bytes per step in a 64-bit word.
+fn last_of_three_by_words(bytes: &[u8], end: usize, needles: [u8; 3]) -> Option<usize> {
     let mut end = end.min(bytes.len());
     while end >= 8 {
         let chunk: [u8; 8] = bytes[end - 8..end].try_into().expect("eight bytes");
