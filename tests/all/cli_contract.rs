@@ -356,7 +356,8 @@ fn the_readme_example_plugin_scores_by_path_with_its_config() {
 #[test]
 fn a_streamed_score_keeps_input_order_at_any_thread_count_and_stops_at_a_bad_row() {
     let dir = scratch_dir("streamed");
-    let rows: Vec<_> = (0..500)
+    // More rows than one of the stream's chunks (1 024), so workers share them.
+    let rows: Vec<_> = (0..2500)
         .map(|i| {
             let response = format!("#### {}", i % 7);
             json!({"id": format!("r{i}"), "prompt": "q", "response": response, "reference": "3"})
@@ -368,7 +369,7 @@ fn a_streamed_score_keeps_input_order_at_any_thread_count_and_stops_at_a_bad_row
         batch_size: Some(batch),
         ..math_args(&dir)
     };
-    let one = score(&with(1, 500)).unwrap();
+    let one = score(&with(1, 2500)).unwrap();
     let written = std::fs::read(dir.join("out.jsonl")).unwrap();
     for (threads, batch) in [(2, 7), (4, 1), (3, 64)] {
         let many = score(&with(threads, batch)).unwrap();
@@ -381,14 +382,14 @@ fn a_streamed_score_keeps_input_order_at_any_thread_count_and_stops_at_a_bad_row
     }
     let out = read_rows::<serde_json::Value>(&dir.join("out.jsonl"));
     let ids: Vec<&str> = out.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, (0..500).map(|i| format!("r{i}")).collect::<Vec<_>>());
+    assert_eq!(ids, (0..2500).map(|i| format!("r{i}")).collect::<Vec<_>>());
     // The mean of the totals, and the std of the mean as the bootstrap's
     // limit: the population std over sqrt(n).
     let totals: Vec<f64> = out.iter().map(|r| r["total"].as_f64().unwrap()).collect();
-    let mean = totals.iter().sum::<f64>() / 500.0;
-    let variance = totals.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / 500.0;
+    let mean = totals.iter().sum::<f64>() / 2500.0;
+    let variance = totals.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / 2500.0;
     assert!((one.mean.unwrap() - mean).abs() < 1e-12, "{one:?}");
-    let std = (variance / 500.0).sqrt();
+    let std = (variance / 2500.0).sqrt();
     assert!(
         std > 0.0 && (one.bootstrap_std.unwrap() - std).abs() < 1e-12,
         "{one:?}"
@@ -402,9 +403,9 @@ fn a_streamed_score_keeps_input_order_at_any_thread_count_and_stops_at_a_bad_row
     // Early, with hundreds of rows still to read behind it.
     let bad_early = format!("{}\n{{\"id\": 5}}\n{lines}", rows[0]);
     let cases = [
-        (bad_row, "in.jsonl:502:"),
+        (bad_row, "in.jsonl:2502:"),
         (bad_early, "in.jsonl:2:"),
-        (repeated_id.clone(), "in.jsonl:501: duplicate id \"r3\""),
+        (repeated_id.clone(), "in.jsonl:2501: duplicate id \"r3\""),
     ];
     for (text, expected) in cases {
         std::fs::write(dir.join("in.jsonl"), text).unwrap();
@@ -433,7 +434,7 @@ fn a_streamed_score_keeps_input_order_at_any_thread_count_and_stops_at_a_bad_row
     for threads in [1, 3] {
         let err = format!("{:#}", score(&spilling(threads)).unwrap_err());
         assert!(
-            err.contains("in.jsonl:501: duplicate id: line 501's id repeats line 4's"),
+            err.contains("in.jsonl:2501: duplicate id: line 2501's id repeats line 4's"),
             "{err}"
         );
     }

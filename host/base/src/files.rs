@@ -1,8 +1,9 @@
 //! Reading JSONL with errors that name file:line, and writing outputs so that
 //! a failure never leaves a half-written file.
 
+use crate::write_behind::WriteBehind;
 use serde::de::DeserializeOwned;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -205,7 +206,7 @@ impl<R: BufRead> Iterator for JsonlLines<R> {
 /// untouched.
 pub fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<()>,
 ) -> Result<(), FileError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| FileError::io("creating", dir, e))?;
@@ -219,10 +220,9 @@ pub fn write_atomically(
             .create_new(true)
             .open(&tmp)
             .map_err(|e| FileError::io("creating", &tmp, e))?;
-        let mut writer = BufWriter::new(file);
-        let written = write(&mut writer)
-            .and_then(|()| writer.into_inner().map_err(|e| e.into_error()))
-            .and_then(|file| file.sync_all());
+        // Large outputs start their way to disk while being written.
+        let mut writer = WriteBehind::new(file);
+        let written = write(&mut writer).and_then(|()| writer.finish());
         written.map_err(|e| FileError::io("writing", &tmp, e))?;
         std::fs::rename(&tmp, path).map_err(|e| FileError::io("renaming into", path, e))?;
         sync_parent(path);

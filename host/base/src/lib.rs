@@ -16,6 +16,7 @@ mod plugin;
 mod rng;
 pub mod seen_ids;
 pub mod text;
+mod write_behind;
 
 pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
 pub use plugin::{NATIVE_PREFIX, PluginSetting, PluginSpec, Provenance, sha256_hex};

@@ -1,27 +1,34 @@
 //! Scoring a JSONL file of any size. Rows are read, parsed, scored and
-//! written back in chunks by a pipeline in which everything but reading and
-//! writing the bytes runs on the worker threads (each line's JSON, the
-//! plugins, each output row's JSON), so `threads` workers keep that many
+//! written back in chunks of whole plugin batches, every stage on the
+//! worker threads themselves: a worker takes the next chunk, parses,
+//! scores and formats it, and writes whatever chunks are next in order, so
+//! `threads` workers are all the threads there are and keep that many
 //! cores busy. Output rows keep the input's order. At most a few chunks per
 //! worker are held at once, and the ids seen spill to a scratch file past
 //! a bound ([`SeenIds`]), so memory stays flat whatever the file's size.
+
+mod workers;
 
 use crate::Provenance;
 use crate::error::{Result, RuntimeError};
 use crate::rows::{output_row_in_place, parse_input_line};
 use crate::scorer_pool::ScorerPool;
 use crate::scoring::Scorer;
-use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, mpsc};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use verifine_base::files::{FileError, JsonlLines, LineChunk, line_text};
 use verifine_base::{IdHasher, SeenIds};
 
 /// Chunks each worker may have between being read and being written.
 const CHUNKS_PER_WORKER: usize = 4;
+
+/// Rows per chunk by default (rounded up to whole plugin batches): large
+/// enough that taking, ordering and writing a chunk is a small part of its
+/// time (64-row chunks cost two threads a tenth of their speed-up,
+/// BENCHMARKS.md), small enough that a few per worker stay a few MB.
+pub const DEFAULT_CHUNK_ROWS: usize = 1024;
 
 /// What a streamed run counted. The totals' mean and spread are kept as
 /// they come (Welford), not as a list.
@@ -95,6 +102,9 @@ pub struct StreamSettings {
     pub threads: usize,
     /// Ids held in memory before they spill ([`SeenIds::with_limit`]).
     pub ids_in_memory: usize,
+    /// Rows handed to a worker at a time, rounded up to whole batches
+    /// ([`DEFAULT_CHUNK_ROWS`]).
+    pub chunk_rows: usize,
 }
 
 /// One chunk's output, ready to write.
@@ -117,12 +127,13 @@ pub fn score_stream(
     pool: &ScorerPool,
     input: impl BufRead + Send,
     path: &Path,
-    (output, output_name): (&mut dyn Write, &Path),
+    (output, output_name): (&mut (dyn Write + Send), &Path),
     settings: StreamSettings,
     on_batch: &(dyn Fn(usize) + Sync),
 ) -> Result<(StreamTotals, StageSeconds)> {
     let clock = Clocks::default();
     let context = ChunkContext {
+        batch_size: settings.batch_size.max(1),
         path,
         clock: &clock,
         id_hasher: IdHasher::new(),
@@ -139,7 +150,10 @@ pub fn score_stream(
         totals: StreamTotals::default(),
     };
     let mut lines = JsonlLines::new(input, path);
-    let rows = settings.batch_size.max(1);
+    let batch_size = context.batch_size;
+    // Whole plugin batches per chunk: what a chunk costs to hand between
+    // threads is paid per chunk, not per batch.
+    let rows = batch_size * settings.chunk_rows.max(1).div_ceil(batch_size);
     if settings.threads <= 1 {
         let mut scorer = pool.take()?;
         let run = (|| -> Result<()> {
@@ -156,81 +170,15 @@ pub fn score_stream(
         run?;
         return ordered.finish(&clock);
     }
-    let workers = settings.threads;
-    let window = workers * CHUNKS_PER_WORKER;
-    let written = Mutex::new(0usize);
-    let room = Condvar::new();
-    let stop = AtomicBool::new(false);
-    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<(usize, LineChunk)>(workers);
-    let chunk_rx = Mutex::new(chunk_rx);
-    let (done_tx, done_rx) = mpsc::channel::<(usize, Result<ChunkOut>)>();
-    let bounds = crate::scoring_bounds::current();
-
-    std::thread::scope(|scope| {
-        let reader = scope.spawn(|| -> Result<()> {
-            // Moved in: the workers stop when the reader is gone.
-            let chunk_tx = chunk_tx;
-            for index in 0.. {
-                let started = Instant::now();
-                let chunk = lines.read_chunk(rows)?;
-                clock.add(&clock.read, started);
-                let Some(chunk) = chunk else { break };
-                let mut done = written.lock().unwrap_or_else(|e| e.into_inner());
-                while index >= *done + window && !stop.load(Ordering::Relaxed) {
-                    done = room.wait(done).unwrap_or_else(|e| e.into_inner());
-                }
-                drop(done);
-                if stop.load(Ordering::Relaxed) || chunk_tx.send((index, chunk)).is_err() {
-                    break;
-                }
-            }
-            Ok(())
-        });
-        for _ in 0..workers {
-            let done_tx = done_tx.clone();
-            let bounds = bounds.clone();
-            let (chunk_rx, stop, context) = (&chunk_rx, &stop, &context);
-            scope.spawn(move || {
-                crate::scoring_bounds::within(bounds, || {
-                    let mut scorer: Option<Scorer> = None;
-                    loop {
-                        let next = chunk_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                        let Ok((index, chunk)) = next else { break };
-                        // After a failure, chunks already read are dropped
-                        // unscored (draining keeps the reader from blocking).
-                        if stop.load(Ordering::Relaxed) {
-                            continue;
-                        }
-                        let out = (|| {
-                            let scorer = match &mut scorer {
-                                Some(s) => s,
-                                None => scorer.insert(pool.take()?),
-                            };
-                            context.run(scorer, &chunk)
-                        })();
-                        let _ = done_tx.send((index, out));
-                    }
-                    if let Some(scorer) = scorer {
-                        pool.put(scorer);
-                    }
-                })
-            });
-        }
-        drop(done_tx);
-        let written_out = ordered.write_as_done(done_rx, (&written, &room));
-        if written_out.is_err() {
-            stop.store(true, Ordering::Relaxed);
-            room.notify_all();
-        }
-        let read = reader.join().unwrap_or(Err(RuntimeError::WorkerPanicked));
-        written_out?;
-        read?;
-        ordered.finish(&clock)
-    })
+    let ordered =
+        workers::score_in_workers(pool, lines, ordered, &context, settings.threads, rows)?;
+    ordered.finish(&clock)
 }
 
 /// What every worker needs to turn a chunk into output.
 struct ChunkContext<'a> {
+    /// Rows per plugin call.
+    batch_size: usize,
     path: &'a Path,
     clock: &'a Clocks,
     id_hasher: IdHasher,
@@ -254,36 +202,45 @@ impl ChunkContext<'_> {
             samples.push(sample);
         }
         self.clock.add(&self.clock.parse, started);
-        let started = Instant::now();
-        let scored = scorer.score_batch_in_place(0, 0, &samples);
-        self.clock.add(&self.clock.score, started);
-        let started = Instant::now();
         let mut out = ChunkOut {
             bytes: Vec::with_capacity(chunk.bytes.len() + samples.len() * 128),
             rows: Vec::with_capacity(samples.len()),
             ids: String::new(),
             id_ends: Vec::with_capacity(samples.len()),
         };
-        for ((sample, scored), line) in samples.iter().zip(scored.iter()).zip(lines) {
-            let row = output_row_in_place(sample, scored, &self.rubric, &self.aggregator);
-            serde_json::to_writer(&mut out.bytes, &row).map_err(|e| {
-                line_error(self.path, line, format!("its output row is not JSON: {e}"))
-            })?;
-            out.bytes.push(b'\n');
-            let hash = self.id_hasher.hash(&sample.id);
-            let failed = scored.error.is_some();
-            out.rows.push((line, hash, scored.total, failed));
-            out.ids.push_str(&sample.id);
-            out.id_ends.push(out.ids.len());
+        let batches = samples
+            .chunks(self.batch_size)
+            .zip(lines.chunks(self.batch_size));
+        for (batch, lines) in batches {
+            let started = Instant::now();
+            let scored = scorer.score_batch_in_place(0, 0, batch);
+            self.clock.add(&self.clock.score, started);
+            let started = Instant::now();
+            for ((sample, scored), &line) in batch.iter().zip(scored.iter()).zip(lines) {
+                let row = output_row_in_place(sample, scored, &self.rubric, &self.aggregator);
+                serde_json::to_writer(&mut out.bytes, &row).map_err(|e| {
+                    line_error(self.path, line, format!("its output row is not JSON: {e}"))
+                })?;
+                out.bytes.push(b'\n');
+                let hash = self.id_hasher.hash(&sample.id);
+                let failed = scored.error.is_some();
+                out.rows.push((line, hash, scored.total, failed));
+                out.ids.push_str(&sample.id);
+                out.id_ends.push(out.ids.len());
+            }
+            self.clock.add(&self.clock.format, started);
         }
-        self.clock.add(&self.clock.format, started);
         Ok(out)
     }
 }
 
+#[cfg(test)]
+#[path = "score_stream_tests.rs"]
+mod tests;
+
 /// The writing end: chunks in input order, ids checked on the way.
 struct Ordered<'a> {
-    output: &'a mut dyn Write,
+    output: &'a mut (dyn Write + Send),
     output_name: &'a Path,
     path: &'a Path,
     clock: &'a Clocks,
@@ -319,27 +276,6 @@ impl Ordered<'_> {
             return Err(line_error(self.path, repeat.again, repeat.message(None)));
         }
         Ok((self.totals, clock.seconds()))
-    }
-
-    /// Writes chunks as the workers finish them, each once those before it
-    /// are written, and opens the reader's window as it goes.
-    fn write_as_done(
-        &mut self,
-        done: mpsc::Receiver<(usize, Result<ChunkOut>)>,
-        (written, room): (&Mutex<usize>, &Condvar),
-    ) -> Result<()> {
-        let mut waiting: BTreeMap<usize, Result<ChunkOut>> = BTreeMap::new();
-        let mut next = 0;
-        for (index, chunk) in done {
-            waiting.insert(index, chunk);
-            while let Some(chunk) = waiting.remove(&next) {
-                self.write(chunk?)?;
-                next += 1;
-                *written.lock().unwrap_or_else(|e| e.into_inner()) = next;
-                room.notify_all();
-            }
-        }
-        Ok(())
     }
 }
 

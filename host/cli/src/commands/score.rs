@@ -183,6 +183,7 @@ pub fn score(args: &ScoreArgs) -> Result<ScoreSummary> {
         batch_size: args.batch_size.unwrap_or(config.scoring.batch_size),
         threads,
         ids_in_memory: config.scoring.ids_in_memory,
+        chunk_rows: verifine_runtime::score_stream::DEFAULT_CHUNK_ROWS,
     };
     let bar = if args.progress {
         ProgressBar::new_spinner()
