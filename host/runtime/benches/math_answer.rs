@@ -12,7 +12,9 @@
 //! `wasm_boundary_only_owned`, a component that returns judgments of the
 //! same shape without reading the text, which is what crossing the sandbox
 //! costs by itself on each path. Every sandboxed row ends with judgments
-//! the host can read (checked whole, read in place: `judge_in_place`).
+//! the host can read (checked whole, read in place: `judge_in_place`),
+//! but `wasm_owned_records`: the fast path's component with the host
+//! building owned records (`judge`, what the reward server reads).
 //!
 //! cargo bench -p verifine-runtime --features native --bench math_answer
 //!
@@ -188,6 +190,10 @@ fn bench(c: &mut Criterion) {
                     .unwrap(),
             )
         })
+    });
+    // What `Scorer::score_batch` and the reward server read: owned records.
+    group.bench_function("wasm_owned_records", |b| {
+        b.iter(|| black_box(instance.judge(&host_ctx, black_box(&host_samples)).unwrap()))
     });
     group.bench_function("wasm_boundary_only", |b| {
         b.iter(|| {

@@ -18,7 +18,7 @@ use super::host_state::HostState;
 use super::packed;
 use super::plugin::{Code, Limits, Plugin};
 use super::versions::{ByVersion, Exports, versioned};
-use crate::judgments::Judgments;
+use crate::judgments::{self, Judgments};
 use crate::limiter::SandboxLimiter;
 use std::sync::Arc;
 use thiserror::Error;
@@ -77,6 +77,12 @@ pub enum PluginError {
         /// What was wrong with the result.
         message: String,
     },
+}
+
+/// A rubric's answer before it is read.
+enum Answer {
+    Packed(Vec<u8>),
+    Owned(Vec<Result<Judgment, String>>),
 }
 
 struct Live {
@@ -231,7 +237,15 @@ impl PluginInstance {
         if let Some(native) = self.plugin.native() {
             return native.judge(ctx, samples);
         }
-        Ok(self.judge_in_place(ctx, samples)?.to_owned_results())
+        let results = match self.answer(ctx, samples)? {
+            Answer::Packed(bytes) => {
+                let decoded = judgments::decode_owned(&bytes)
+                    .map_err(|e| packed::answer_error(bytes.len(), e));
+                self.expect_decoded("judge", decoded)?
+            }
+            Answer::Owned(results) => results,
+        };
+        self.expect_count("judge", results, samples.len())
     }
 
     /// Judges a batch: one result per sample, in order, read where the
@@ -249,17 +263,15 @@ impl PluginInstance {
                 .judge(ctx, samples)
                 .map(|owned| Judgments::from_owned(&owned));
         }
-        let results = self.call("judge", |store, exports| match exports {
-            Exports::Rubric(ByVersion::Current(r)) => Some(packed::judge(store, r, ctx, samples)),
-            Exports::Rubric(r) => Some(
-                versioned!(r, r => r
-                    .verifine_plugin_rubric_plugin()
-                    .call_judge(store, ctx, samples))
-                .map(|owned| Ok(Judgments::from_owned(&owned))),
-            ),
-            _ => None,
-        })?;
-        let results = self.expect_decoded("judge", results)?;
+        let results = match self.answer(ctx, samples)? {
+            Answer::Packed(bytes) => {
+                let len = bytes.len();
+                let checked =
+                    Judgments::from_packed(bytes).map_err(|e| packed::answer_error(len, e));
+                self.expect_decoded("judge", checked)?
+            }
+            Answer::Owned(results) => Judgments::from_owned(&results),
+        };
         if results.len() != samples.len() {
             self.live = None;
             return Err(count_error(
@@ -270,6 +282,23 @@ impl PluginInstance {
             ));
         }
         Ok(results)
+    }
+
+    /// A rubric's answer as it arrives: packed (the current contract) or
+    /// as records (an older one's canonical ABI).
+    fn answer(&mut self, ctx: &Context, samples: &[Sample]) -> Result<Answer, PluginError> {
+        self.call("judge", |store, exports| match exports {
+            Exports::Rubric(ByVersion::Current(r)) => {
+                Some(packed::judge(store, r, ctx, samples).map(Answer::Packed))
+            }
+            Exports::Rubric(r) => Some(
+                versioned!(r, r => r
+                    .verifine_plugin_rubric_plugin()
+                    .call_judge(store, ctx, samples))
+                .map(Answer::Owned),
+            ),
+            _ => None,
+        })
     }
 
     /// Aggregates a batch: one reward (none when undefined, or an error) per item, in order.

@@ -94,6 +94,25 @@ impl Judgments {
     }
 }
 
+/// The owned records of a packed answer in one pass: a caller that keeps
+/// every judgment would read each string twice by checking the answer
+/// first and copying from the view after.
+pub(crate) fn decode_owned(bytes: &[u8]) -> Result<Vec<Result<Judgment, String>>, String> {
+    packed_answer::results(
+        bytes,
+        |r| {
+            Ok(Judgment {
+                total: r.option(Reader::f64)?,
+                verdicts: r.list(|r| VerdictRef::read(r).map(|v| v.to_verdict()))?,
+                sub_scores: r.list(|r| SubScoreRef::read(r).map(|s| s.to_sub_score()))?,
+                criteria: r.list(|r| CriterionRef::read(r).map(|c| c.to_criterion()))?,
+                explanation: r.option(Reader::text)?.map(str::to_string),
+            })
+        },
+        |r| r.text().map(str::to_string),
+    )
+}
+
 fn text(bytes: &[u8], start: usize, end: usize) -> &str {
     std::str::from_utf8(&bytes[start..end]).expect(CHECKED)
 }

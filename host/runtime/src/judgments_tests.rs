@@ -4,9 +4,13 @@
 
 use super::*;
 
-/// The owned results of a packed answer, or why it does not decode.
+/// The owned results of a packed answer, or why it does not decode, read
+/// both ways (in one pass, and checked then copied from the view): they
+/// must agree, refusals included.
 fn judgments(bytes: &[u8]) -> Result<Vec<Result<Judgment, String>>, String> {
-    Judgments::from_packed(bytes.to_vec()).map(|batch| batch.to_owned_results())
+    let viewed = Judgments::from_packed(bytes.to_vec()).map(|batch| batch.to_owned_results());
+    assert_eq!(decode_owned(bytes), viewed);
+    viewed
 }
 
 fn answer() -> Vec<Result<Judgment, String>> {

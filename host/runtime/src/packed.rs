@@ -6,7 +6,6 @@
 
 use crate::bindings::{Context, Sample, SampleFields, Scoring, aggregator, rubric};
 use crate::host_state::HostState;
-use crate::judgments::Judgments;
 use serde::de::DeserializeOwned;
 use verifine_contract::wire::{put_text, put_varint};
 use wasmtime::Store;
@@ -88,14 +87,14 @@ pub(crate) fn decode<T: DeserializeOwned>(call: &str, bytes: &[u8]) -> Result<T,
     })
 }
 
-/// Judges `samples` through a 0.3 rubric's `judge-packed`; the answer is
-/// checked whole and kept to be read in place.
+/// Judges `samples` through a 0.3 rubric's `judge-packed`: its answer, not
+/// yet checked ([`answer_error`] names what does not decode).
 pub(crate) fn judge(
     store: &mut Store<HostState>,
     rubric: &rubric::Rubric,
     ctx: &Context,
     samples: &[Sample],
-) -> wasmtime::Result<Result<Judgments, String>> {
+) -> wasmtime::Result<Vec<u8>> {
     let exports = rubric.verifine_plugin_rubric_plugin();
     let reads = match store.data().rubric_reads {
         Some(reads) => reads,
@@ -109,11 +108,12 @@ pub(crate) fn judge(
     encode_samples_into(samples, reads, &mut packed);
     let answer = exports.call_judge_packed(&mut *store, ctx, &packed);
     store.data_mut().packed_samples = packed;
-    let answer = answer?;
-    let len = answer.len();
-    Ok(Judgments::from_packed(answer).map_err(|e| {
-        format!("judge-packed answered {len} bytes that do not decode as its results: {e}")
-    }))
+    answer
+}
+
+/// Why `judge-packed`'s answer of `len` bytes was refused.
+pub(crate) fn answer_error(len: usize, error: String) -> String {
+    format!("judge-packed answered {len} bytes that do not decode as its results: {error}")
 }
 
 /// Aggregates `items` through a 0.3 aggregator's `aggregate-packed`.

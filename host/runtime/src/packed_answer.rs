@@ -32,20 +32,26 @@ pub(crate) type Entry = Result<Layout, (usize, usize)>;
 /// Checks a packed answer whole and returns where each result lies, or
 /// where and why it does not decode.
 pub(crate) fn check(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+    results(bytes, Reader::judgment, Reader::text_range)
+}
+
+/// Every result of a packed answer, each judgment read by `judgment` and
+/// each error by `error`; nothing may follow the last.
+pub(crate) fn results<'a, J, E>(
+    bytes: &'a [u8],
+    mut judgment: impl FnMut(&mut Reader<'a>) -> Result<J, String>,
+    mut error: impl FnMut(&mut Reader<'a>) -> Result<E, String>,
+) -> Result<Vec<Result<J, E>>, String> {
     let mut reader = Reader::new(bytes, 0);
-    let count = reader.count()?;
-    let mut entries = Vec::with_capacity(count);
-    for _ in 0..count {
-        entries.push(match reader.varint()? {
-            0 => Ok(reader.judgment()?),
-            1 => Err(reader.text_range()?),
-            _ => return Err(reader.fail("a result tag other than 0 or 1")),
-        });
-    }
+    let results = reader.list(|r| match r.varint()? {
+        0 => judgment(r).map(Ok),
+        1 => error(r).map(Err),
+        _ => Err(r.fail("a result tag other than 0 or 1")),
+    })?;
     if reader.at != bytes.len() {
         return Err(reader.fail("bytes after the last result"));
     }
-    Ok(entries)
+    Ok(results)
 }
 
 /// A verdict's criterion, score, met, confidence and explanation.
@@ -92,7 +98,7 @@ impl<'a> Reader<'a> {
 
     /// A LEB128 varint of at most ten bytes that fits a `usize`.
     #[inline]
-    fn varint(&mut self) -> Result<usize, String> {
+    pub(crate) fn varint(&mut self) -> Result<usize, String> {
         let mut at = self.at;
         let value = verifine_contract::wire::varint(self.bytes, &mut at);
         self.at = at;
@@ -107,6 +113,19 @@ impl<'a> Reader<'a> {
             return Err(self.fail("a count larger than the answer can hold"));
         }
         Ok(count)
+    }
+
+    /// A list's items, each read by `item`.
+    pub(crate) fn list<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
+        let count = self.count()?;
+        let mut items = Vec::with_capacity(count);
+        for _ in 0..count {
+            items.push(item(self)?);
+        }
+        Ok(items)
     }
 
     /// A list's count and where its items start, its items checked and skipped.
