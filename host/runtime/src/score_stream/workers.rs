@@ -44,6 +44,9 @@ pub(super) fn score_in_workers<'a, R: BufRead + Send>(
                 let shared = &shared;
                 scope.spawn(move || {
                     crate::scoring_bounds::within(bounds, || {
+                        // A worker that panics holding a chunk would leave
+                        // the others waiting for its turn: they stop too.
+                        let _halt_on_panic = HaltOnPanic(shared);
                         let mut scorer: Option<Scorer> = None;
                         let run = shared.work(pool, &mut scorer, context, rows);
                         if run.is_err() {
@@ -69,6 +72,17 @@ pub(super) fn score_in_workers<'a, R: BufRead + Send>(
         .into_inner()
         .unwrap_or_else(|e| e.into_inner());
     Ok(ordered)
+}
+
+/// Stops the other workers when dropped by a panicking one.
+struct HaltOnPanic<'s, 'a, R>(&'s Shared<'a, R>);
+
+impl<R> Drop for HaltOnPanic<'_, '_, R> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.halt();
+        }
+    }
 }
 
 /// What the workers share: the lines (read under `input`) and the writing
@@ -157,7 +171,9 @@ impl<R: BufRead> Shared<'_, R> {
         }
         Ok(())
     }
+}
 
+impl<R> Shared<'_, R> {
     /// After a failure: the other workers stop at their next chunk.
     fn halt(&self) {
         self.stop.store(true, Ordering::SeqCst);
