@@ -23,7 +23,8 @@ pub(crate) struct WriteBehind {
 
 struct Flusher {
     wake: mpsc::Sender<()>,
-    thread: JoinHandle<()>,
+    /// The first background sync's error, if one failed.
+    thread: JoinHandle<std::io::Result<()>>,
 }
 
 impl WriteBehind {
@@ -41,8 +42,13 @@ impl WriteBehind {
         self.file.flush()?;
         if let Some(flusher) = self.flusher.take() {
             drop(flusher.wake);
-            // A background sync that failed is seen again by this one.
-            let _ = flusher.thread.join();
+            // The helper's handle shares this one's open file, and the
+            // kernel reports a failed write-back once per open file: an
+            // error the helper saw is not seen again below, so it is
+            // returned here.
+            flusher.thread.join().unwrap_or_else(|_| {
+                Err(std::io::Error::other("the write-behind thread panicked"))
+            })?;
         }
         self.file.get_ref().sync_all()
     }
@@ -60,8 +66,9 @@ impl WriteBehind {
                 .spawn(move || {
                     while woken.recv().is_ok() {
                         while woken.try_recv().is_ok() {}
-                        let _ = file.sync_data();
+                        file.sync_data()?;
                     }
+                    Ok(())
                 })?;
             self.flusher = Some(Flusher { wake, thread });
         }
