@@ -96,7 +96,7 @@ pub struct StageSeconds {
 /// How a stream is cut and run.
 #[derive(Debug, Clone, Copy)]
 pub struct StreamSettings {
-    /// Rows per chunk (one plugin call).
+    /// Rows per plugin call.
     pub batch_size: usize,
     /// Worker threads.
     pub threads: usize,
@@ -122,7 +122,7 @@ struct ChunkOut {
 /// parsed, or whose id repeats an earlier row's, stops the run with an
 /// error naming `path:line`; what was written by then is incomplete, so
 /// write to a temporary file. `on_batch` hears each chunk's size once it
-/// is written. One thread runs every stage itself, one after another.
+/// is written. With `threads` at 1 the calling thread runs every stage.
 pub fn score_stream(
     pool: &ScorerPool,
     input: impl BufRead + Send,
