@@ -2,7 +2,7 @@
 //! writes, and reads what the host packs.
 
 use super::*;
-use crate::{NoConfig, RubricInfo, SubScore};
+use crate::{ExplanationText, NoConfig, Number, RubricInfo, SubScore};
 
 fn judgments() -> Vec<Judgment> {
     let long = "é—".repeat(100); // over 127 bytes: a two-byte length

@@ -95,6 +95,7 @@
 mod builders;
 #[doc(hidden)]
 pub mod call_arena;
+mod explanation;
 mod host_calls;
 pub mod in_place;
 #[cfg(not(target_arch = "wasm32"))]
@@ -104,10 +105,9 @@ pub mod row_rubric;
 pub mod verdicts;
 
 pub use builders::NoConfig;
+pub use explanation::{ExplanationText, Number};
 pub use host_calls::{ask_judges, judge_model, log};
-pub use in_place::{
-    ExplanationText, JudgmentWriter, Number, RubricInPlace, SampleView, VerdictRef, judge_owned,
-};
+pub use in_place::{JudgmentWriter, RubricInPlace, SampleView, VerdictRef, judge_owned};
 
 /// The contract version this SDK was built against (`verifine:plugin@API_VERSION`).
 pub const API_VERSION: &str = verifine_contract::VERSION;
