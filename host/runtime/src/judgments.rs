@@ -24,7 +24,7 @@
 //! assert_eq!(batch.get(1).unwrap().unwrap_err(), "no reference");
 //! ```
 
-use crate::packed_answer::{self, Entry, Layout, Reader, Span};
+use crate::packed_answer::{self, Entry, Layout, Malformed, Reader, Span};
 use crate::{Criterion, Judgment, SubScore, Verdict};
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
@@ -114,7 +114,7 @@ pub(crate) fn decode_owned(bytes: &[u8]) -> Result<Vec<Result<Judgment, String>>
 }
 
 fn text(bytes: &[u8], start: usize, end: usize) -> &str {
-    std::str::from_utf8(&bytes[start..end]).expect(CHECKED)
+    packed_answer::utf8(&bytes[start..end]).expect(CHECKED)
 }
 
 /// One judgment, borrowed from its batch's answer. Serializes exactly as
@@ -185,7 +185,7 @@ impl Serialize for JudgmentRef<'_> {
     }
 }
 
-type ReadItem<'a, T> = fn(&mut Reader<'a>) -> Result<T, String>;
+type ReadItem<'a, T> = fn(&mut Reader<'a>) -> Result<T, Malformed>;
 
 /// A list inside a judgment, read as it is iterated. Serializes as a
 /// sequence.
@@ -265,7 +265,7 @@ pub struct VerdictRef<'a> {
 }
 
 impl<'a> VerdictRef<'a> {
-    fn read(reader: &mut Reader<'a>) -> Result<Self, String> {
+    fn read(reader: &mut Reader<'a>) -> Result<Self, Malformed> {
         let (criterion, score, met, confidence, explanation) = reader.verdict()?;
         Ok(VerdictRef {
             criterion,
@@ -298,7 +298,7 @@ pub struct SubScoreRef<'a> {
 }
 
 impl<'a> SubScoreRef<'a> {
-    fn read(reader: &mut Reader<'a>) -> Result<Self, String> {
+    fn read(reader: &mut Reader<'a>) -> Result<Self, Malformed> {
         let (name, value) = reader.sub_score()?;
         Ok(SubScoreRef { name, value })
     }
@@ -328,7 +328,7 @@ pub struct CriterionRef<'a> {
 }
 
 impl<'a> CriterionRef<'a> {
-    fn read(reader: &mut Reader<'a>) -> Result<Self, String> {
+    fn read(reader: &mut Reader<'a>) -> Result<Self, Malformed> {
         let (id, description, weight, dimension) = reader.criterion_head()?;
         let span = reader.texts()?;
         Ok(CriterionRef {

@@ -1,9 +1,91 @@
-//! Finding the last of three bytes, many bytes per step. `str::rfind`
+//! Finding the last of three bytes, sixteen bytes per step. `str::rfind`
 //! walks one machine word per step, four bytes in wasm32, and finding each
 //! marker on its own walks the text once per marker; this walks it once
-//! for all of them: sixteen bytes per step in a component (wasm's 128-bit
-//! SIMD, which every engine that runs components has), eight elsewhere
-//! (64-bit words, on every target).
+//! for all of them. The step is the same everywhere it can be: three
+//! byte compares of a 16-byte block and its byte mask, with wasm's 128-bit
+//! SIMD in a component (which every engine that runs components has) and
+//! SSE2 on x86-64 (part of its baseline), so the plugin linked natively and
+//! the component run one algorithm; elsewhere eight bytes per step in a
+//! 64-bit word.
+
+/// The position of the last byte before `end` that is one of `needles`.
+pub fn last_of_three(bytes: &[u8], end: usize, needles: [u8; 3]) -> Option<usize> {
+    let end = end.min(bytes.len());
+    #[cfg(target_arch = "wasm32")]
+    let end = match wasm::last_in_blocks(bytes, end, needles) {
+        Ok(found) => return Some(found),
+        Err(end) => end,
+    };
+    #[cfg(target_arch = "x86_64")]
+    let end = match x86_64::last_in_blocks(bytes, end, needles) {
+        Ok(found) => return Some(found),
+        Err(end) => end,
+    };
+    last_by_words(bytes, end, needles)
+}
+
+/// Bit i of a block's mask is byte i: the highest set bit is the last
+/// match in the text.
+fn last_in_mask(block_start: usize, mask: u32) -> usize {
+    block_start + (31 - mask.leading_zeros() as usize)
+}
+
+#[cfg(target_arch = "wasm32")]
+mod wasm {
+    use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_load, v128_or};
+
+    /// The last match in whole 16-byte blocks before `end`, or the end of
+    /// the bytes left before the first whole block.
+    #[target_feature(enable = "simd128")]
+    pub fn last_in_blocks(bytes: &[u8], mut end: usize, needles: [u8; 3]) -> Result<usize, usize> {
+        let [a, b, c] = needles.map(|n| u8x16_splat(n));
+        while end >= 16 {
+            let block = &bytes[end - 16..end];
+            // SAFETY: `block` is 16 readable bytes; v128 loads need no alignment.
+            let v = unsafe { v128_load(block.as_ptr().cast::<v128>()) };
+            let mask = u8x16_bitmask(v128_or(
+                v128_or(u8x16_eq(v, a), u8x16_eq(v, b)),
+                u8x16_eq(v, c),
+            ));
+            if mask != 0 {
+                return Ok(super::last_in_mask(end - 16, u32::from(mask)));
+            }
+            end -= 16;
+        }
+        Err(end)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86_64 {
+    use core::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+
+    /// The last match in whole 16-byte blocks before `end`, or the end of
+    /// the bytes left before the first whole block.
+    pub fn last_in_blocks(bytes: &[u8], mut end: usize, needles: [u8; 3]) -> Result<usize, usize> {
+        // SAFETY (every intrinsic below): SSE2 is part of x86-64's baseline.
+        let [a, b, c] = needles.map(|n| unsafe { _mm_set1_epi8(n as i8) });
+        while end >= 16 {
+            let block = &bytes[end - 16..end];
+            // SAFETY: `block` is 16 readable bytes; `loadu` needs no alignment.
+            let mask = unsafe {
+                let v = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+                let hits = _mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b)),
+                    _mm_cmpeq_epi8(v, c),
+                );
+                _mm_movemask_epi8(hits) as u32
+            };
+            if mask != 0 {
+                return Ok(super::last_in_mask(end - 16, mask));
+            }
+            end -= 16;
+        }
+        Err(end)
+    }
+}
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const LOW_SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -15,55 +97,17 @@ fn zero_bytes(word: u64) -> u64 {
 }
 
 /// Marks (0x80) the bytes of `word` equal to any of `needles`.
-fn matches(word: u64, needles: [u8; 3]) -> u64 {
+fn word_matches(word: u64, needles: [u8; 3]) -> u64 {
     needles.iter().fold(0, |found, &b| {
         found | zero_bytes(word ^ (ONES * u64::from(b)))
     })
 }
 
-/// The position of the last byte before `end` that is one of `needles`.
-pub fn last_of_three(bytes: &[u8], end: usize, needles: [u8; 3]) -> Option<usize> {
-    #[cfg(target_arch = "wasm32")]
-    return simd128::last_of_three(bytes, end, needles);
-    #[cfg(not(target_arch = "wasm32"))]
-    last_of_three_by_words(bytes, end, needles)
-}
-
-/// Sixteen bytes per step with wasm's SIMD; the last partial step by words.
-#[cfg(target_arch = "wasm32")]
-mod simd128 {
-    use core::arch::wasm32::{u8x16, u8x16_bitmask, u8x16_eq, u8x16_splat, v128_or};
-
-    #[target_feature(enable = "simd128")]
-    pub fn last_of_three(bytes: &[u8], end: usize, needles: [u8; 3]) -> Option<usize> {
-        let mut end = end.min(bytes.len());
-        let [a, b, c] = [0, 1, 2].map(|i| u8x16_splat(needles[i]));
-        while end >= 16 {
-            let w: &[u8; 16] = bytes[end - 16..end].try_into().expect("sixteen bytes");
-            let v = u8x16(
-                w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
-                w[13], w[14], w[15],
-            );
-            let found = u8x16_bitmask(v128_or(
-                v128_or(u8x16_eq(v, a), u8x16_eq(v, b)),
-                u8x16_eq(v, c),
-            ));
-            if found != 0 {
-                // Bit i is byte i: the highest set bit is the last in the text.
-                return Some(end - 16 + (15 - found.leading_zeros() as usize));
-            }
-            end -= 16;
-        }
-        super::last_of_three_by_words(bytes, end, needles)
-    }
-}
-
-/// Eight bytes per step in a 64-bit word.
-fn last_of_three_by_words(bytes: &[u8], end: usize, needles: [u8; 3]) -> Option<usize> {
-    let mut end = end.min(bytes.len());
+/// Eight bytes per step in a 64-bit word, the rest one at a time.
+fn last_by_words(bytes: &[u8], mut end: usize, needles: [u8; 3]) -> Option<usize> {
     while end >= 8 {
         let chunk: [u8; 8] = bytes[end - 8..end].try_into().expect("eight bytes");
-        let found = matches(u64::from_le_bytes(chunk), needles);
+        let found = word_matches(u64::from_le_bytes(chunk), needles);
         if found != 0 {
             // Little-endian: the highest set byte is the last in the text.
             let last = 7 - found.leading_zeros() as usize / 8;
