@@ -45,4 +45,4 @@ cd python/tests
 # write checkpoints of hundreds of megabytes each.
 VERIFINE_BIN=${VERIFINE_BIN:-$root/target/debug/verifine} \
     VERIFINE_TEST_CACHE=${VERIFINE_TEST_CACHE:-$root/target/python-test-cache} \
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider -o tmp_path_retention_policy=failed "$@"
+    "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider -o tmp_path_retention_policy=failed "$@"

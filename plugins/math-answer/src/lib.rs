@@ -244,13 +244,15 @@ mod tests {
             ("#### 5".into(), Some("no number".into())),
             ("ünïcode 1,234.5 — A: -0".into(), Some("#### 0".into())),
         ];
-        if let Ok(text) = std::fs::read_to_string(path) {
-            for line in text.lines().take(100) {
-                let row: serde_json::Value = serde_json::from_str(line).unwrap();
-                for key in ["6b_finetuning", "175b_verification"] {
-                    let solution = row[key]["solution"].as_str().unwrap().to_string();
-                    cases.push((solution, row["ground_truth"].as_str().map(str::to_string)));
-                }
+        // The shared data sits beside the clone (as on CI); without it this
+        // test fails rather than passing on the cases above alone.
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("{path}: {e} (shared/data beside the clone)"));
+        for line in text.lines().take(100) {
+            let row: serde_json::Value = serde_json::from_str(line).unwrap();
+            for key in ["6b_finetuning", "175b_verification"] {
+                let solution = row[key]["solution"].as_str().unwrap().to_string();
+                cases.push((solution, row["ground_truth"].as_str().map(str::to_string)));
             }
         }
         let config = Config {
