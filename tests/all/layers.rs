@@ -84,6 +84,7 @@ fn dependencies_point_down_only() {
         "verifine-models",
         "verifine-runtime",
         "verifine-judge",
+        "verifine-confined",
         "verifine-hotswap",
         "verifine-train",
         "verifine-reward",
@@ -138,6 +139,20 @@ fn dependencies_point_down_only() {
         ("verifine-models", "tokio"),
         ("verifine-models", "candle-nn"),
         ("verifine-runtime", "verifine-models"),
+        // Confinement runs code someone else controls and knows nothing of
+        // plugins, revisions or training: under hot-swap, beside the
+        // runtime, no sandbox engine of its own.
+        ("verifine-confined", "wasmtime"),
+        ("verifine-confined", "verifine-runtime"),
+        ("verifine-confined", "verifine-hotswap"),
+        ("verifine-confined", "candle-core"),
+        ("verifine-confined", "verifine-train"),
+        ("verifine-confined", "verifine-evolve"),
+        ("verifine-confined", "tokio"),
+        ("verifine-runtime", "verifine-confined"),
+        ("verifine-judge", "verifine-confined"),
+        ("verifine-models", "verifine-confined"),
+        ("verifine-train", "verifine-confined"),
     ];
     for crate_name in below_cli {
         rules.push((crate_name, "clap"));

@@ -16,12 +16,14 @@ mod plugin;
 mod rng;
 pub mod seen_ids;
 pub mod text;
+mod user_dirs;
 mod write_behind;
 
 pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
 pub use plugin::{NATIVE_PREFIX, PluginSetting, PluginSpec, Provenance, sha256_hex};
 pub use rng::{SplitMix64, os_random_u64};
 pub use seen_ids::{IdHasher, Repeat, SeenIds};
+pub use user_dirs::{default_cache_dir, user_path};
 
 /// A score at or above this counts as correct: a total as a passed answer,
 /// a verdict's score as met, a number as a positive label. One mark for

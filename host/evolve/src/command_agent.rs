@@ -3,7 +3,7 @@
 //! judge's diagnostics and the labels, the clarifications people wrote and
 //! the rules already tried this round, and answers by writing
 //! `revised-rules.json` (and, optionally, `rationale.txt`). It runs confined
-//! as the hot-swap agents do (see `verifine_hotswap::confined`): it reads
+//! as the hot-swap agents do (see `verifine_confined`): it reads
 //! the system and its request directory and writes only the latter, gets a
 //! cleared environment, and is stopped with all it started at a deadline.
 //! Its files are read only if they are regular files within a size cap.
@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use verifine_base::{FileError, write_atomically, write_jsonl};
+use verifine_confined as confined;
+use verifine_confined::read_regular_file;
 use verifine_hotswap::agent::{Accept, Builds, collect, prepare_source};
-use verifine_hotswap::confined;
-use verifine_hotswap::inbox::read_regular_file;
 use verifine_hotswap::revision::Origin;
 
 /// Which agent proposes revisions (`[agent]`).
@@ -258,7 +258,7 @@ impl CommandAgent {
             }
             return Ok(None);
         };
-        let seeds = verifine_hotswap::plugin_crate::seed::default_root();
+        let seeds = verifine_confined::plugin_crate::seed::default_root();
         let builds = Builds {
             root: self.config.build_target_dir.as_deref().unwrap_or(dir),
             seeds: self.config.build_target_dir.as_deref().unwrap_or(&seeds),

@@ -4,14 +4,13 @@
 //! builds it when needed; the gate then decides, exactly as for a revision
 //! handed in by a person.
 
-use super::confined;
-use super::plugin_crate;
 use super::revision::{Origin, RevisionRecord};
 use crate::error::{HotswapError, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use verifine_confined::{self as confined, plugin_crate};
 
 /// When and how the agent is asked (`[hot_swap.agent]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,7 +225,7 @@ pub fn collect(
 ) -> Result<Option<Answer>> {
     let wasm = dir.join("revised.wasm");
     if wasm.exists() {
-        let bytes = super::inbox::read_regular_file(&wasm, super::inbox::MAX_CANDIDATE_BYTES)
+        let bytes = confined::read_regular_file(&wasm, confined::MAX_COMPONENT_BYTES)
             .map_err(HotswapError::Agent)?;
         return Ok(Some(Answer {
             bytes,

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 use verifine_base::FileError;
+use verifine_confined::PluginCrateError;
 use verifine_runtime::{PluginKind, RuntimeError};
 
 /// Hot-swap's errors.
@@ -33,13 +34,8 @@ pub enum HotswapError {
         live: String,
     },
     /// A plugin crate that could not be read, copied or built.
-    #[error("plugin crate {}: {message}", dir.display())]
-    Crate {
-        /// The crate's directory (or manifest).
-        dir: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
+    #[error(transparent)]
+    PluginCrate(#[from] PluginCrateError),
     /// The revision agent could not be run, or failed.
     #[error("revision agent: {0}")]
     Agent(String),

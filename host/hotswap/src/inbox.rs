@@ -13,70 +13,10 @@ use super::slot::Slot;
 use crate::error::{HotswapError, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// The largest component a candidate may be (larger files are refused
-/// unread).
-pub const MAX_CANDIDATE_BYTES: u64 = 64 << 20;
+use verifine_confined::{MAX_COMPONENT_BYTES, read_regular_file};
 
 /// The largest `request.json`.
 const MAX_REQUEST_BYTES: u64 = 64 << 10;
-
-/// Reads `path` only if it is a regular file (not a directory, FIFO, socket
-/// or symlink: reading those could block or escape) of at most `max_bytes`;
-/// otherwise says why not. The file is opened first (not following a
-/// symlink, not waiting on a FIFO) and the open file is checked, so it cannot
-/// be swapped between the check and the read.
-pub fn read_regular_file(path: &Path, max_bytes: u64) -> std::result::Result<Vec<u8>, String> {
-    use std::io::Read;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        libc::O_NOFOLLOW | libc::O_NONBLOCK,
-    );
-    let file = match options.open(path) {
-        Ok(file) => file,
-        Err(e) => {
-            return match std::fs::symlink_metadata(path) {
-                Ok(m) if !m.file_type().is_file() => Err(format!(
-                    "{} is not a regular file ({:?})",
-                    path.display(),
-                    m.file_type()
-                )),
-                _ => Err(format!("reading {}: {e}", path.display())),
-            };
-        }
-    };
-    let metadata = file
-        .metadata()
-        .map_err(|e| format!("reading {}: {e}", path.display()))?;
-    if !metadata.file_type().is_file() {
-        return Err(format!(
-            "{} is not a regular file ({:?})",
-            path.display(),
-            metadata.file_type()
-        ));
-    }
-    if metadata.len() > max_bytes {
-        return Err(format!(
-            "{} has {} bytes, more than the {max_bytes} allowed",
-            path.display(),
-            metadata.len()
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("reading {}: {e}", path.display()))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(format!(
-            "{} grew past the {max_bytes} bytes allowed while it was read",
-            path.display()
-        ));
-    }
-    Ok(bytes)
-}
 
 /// Removes a request entry whatever it is (a directory, or a stray file).
 pub fn remove_entry(path: &Path) -> Result<()> {
@@ -116,7 +56,7 @@ pub struct Request {
 impl Request {
     /// The candidate's bytes (promotions).
     pub fn plugin_bytes(&self) -> std::result::Result<Vec<u8>, String> {
-        read_regular_file(&self.dir.join("plugin.wasm"), MAX_CANDIDATE_BYTES)
+        read_regular_file(&self.dir.join("plugin.wasm"), MAX_COMPONENT_BYTES)
     }
 
     /// The shipped cases and their snapshots, when present.

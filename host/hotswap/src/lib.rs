@@ -12,13 +12,11 @@
 
 pub mod agent;
 pub mod config;
-pub mod confined;
 pub mod error;
 pub mod events;
 pub mod gate;
 pub mod inbox;
 pub mod live;
-pub mod plugin_crate;
 pub mod revision;
 pub mod shadow;
 pub mod slot;

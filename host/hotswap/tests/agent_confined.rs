@@ -305,7 +305,7 @@ fn fifos_and_links_among_the_outputs_are_refused_without_blocking() {
 
 #[test]
 fn a_workspace_member_copied_out_inherits_nothing_and_resolves_on_its_own() {
-    use verifine_hotswap::plugin_crate::{copy_standalone, resolve_lock};
+    use verifine_confined::plugin_crate::{copy_standalone, resolve_lock};
     let dir = scratch("standalone");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let copy = dir.join("worked-steps");

@@ -164,7 +164,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Where the signing key is kept: outside the cache directory.
 fn key_path() -> Option<PathBuf> {
-    crate::engine::user_path(
+    verifine_base::user_path(
         "VERIFINE_CACHE_KEY",
         "XDG_CONFIG_HOME",
         ".config",

@@ -3,7 +3,6 @@
 use crate::code_cache::CodeCache;
 use crate::error::RuntimeError;
 use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -121,27 +120,4 @@ impl SandboxEngine {
             .hash(&mut hasher);
         format!("{:016x}", hasher.finish())
     }
-}
-
-/// The default code cache: `$VERIFINE_CACHE_DIR`, else `$XDG_CACHE_HOME/verifine/code`,
-/// else `~/.cache/verifine/code`; `None` when no home is known.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    user_path("VERIFINE_CACHE_DIR", "XDG_CACHE_HOME", ".cache", "code")
-}
-
-/// `$override_var` when set, else `$xdg_var/verifine/name`, else
-/// `~/home_dir/verifine/name`; `None` when no home is known.
-pub(crate) fn user_path(
-    override_var: &str,
-    xdg_var: &str,
-    home_dir: &str,
-    name: &str,
-) -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(override_var) {
-        return Some(PathBuf::from(path));
-    }
-    let base = std::env::var_os(xdg_var)
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_dir)))?;
-    Some(base.join("verifine").join(name))
 }

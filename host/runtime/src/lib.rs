@@ -60,7 +60,6 @@ pub use bindings::{
     Judgment, LogLevel, ModelQuery, MonitorPoint, RubricInfo, Sample, SampleFields, Scoring,
     Selection, SubScore, TokenLogprob, TokenUsage, TriggerDecision, Verdict,
 };
-pub use engine::default_cache_dir;
 pub use error::{Result, RuntimeError};
 pub use instance::{PluginError, PluginInstance};
 pub use judge_models::{JudgeModels, ModelAnswer, ModelError, ModelRequest, SharedJudgeModels};
@@ -70,4 +69,5 @@ pub use metadata::{HOST_API_VERSION, PluginKind, PluginMetadata};
 pub use native::NativePlugin;
 pub use output::StderrTail;
 pub use plugin::{Limits, Plugin, Runtime, spec_bytes};
+pub use verifine_base::default_cache_dir;
 pub use verifine_base::{PluginSetting, PluginSpec, Provenance};

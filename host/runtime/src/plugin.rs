@@ -3,7 +3,7 @@
 
 use super::builtin::{BUILTIN_PLUGINS, builtin_names};
 use super::code_cache::CodeCache;
-use super::engine::{SandboxEngine, default_cache_dir};
+use super::engine::SandboxEngine;
 use super::host_state::HostState;
 use super::instance::PluginInstance;
 use super::judge_models::{NoJudgeModels, SharedJudgeModels};
@@ -15,6 +15,7 @@ use crate::error::{Result, RuntimeError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use verifine_base::default_cache_dir;
 use verifine_base::sha256_hex;
 use verifine_base::{PluginSpec, Provenance};
 use wasmtime::component::{HasSelf, Linker};

@@ -4,9 +4,9 @@
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use verifine_confined::plugin_crate;
 use verifine_hotswap::Slot;
 use verifine_hotswap::inbox::{self, Action};
-use verifine_hotswap::plugin_crate;
 use verifine_hotswap::revision::Origin;
 use verifine_runtime::cases::{
     CaseOutcome, CaseResult, default_aggregator, default_snapshot_dir, run_cases,

@@ -330,7 +330,7 @@ impl LiveReward {
 
     /// Moves candidates dropped into `watch_dir/<slot>/` into the inbox;
     /// each file is renamed to `*.taken` once handed in. Only regular files
-    /// up to [`inbox::MAX_CANDIDATE_BYTES`] are read: anything else (a
+    /// up to [`verifine_confined::MAX_COMPONENT_BYTES`] are read: anything else (a
     /// directory, a FIFO, a symlink, an oversized file) is refused with an
     /// event and renamed to `*.refused`. Write a candidate elsewhere and
     /// rename it in: a half-written file is read as it is, and the gate
@@ -346,7 +346,10 @@ impl LiveReward {
                 .collect();
             files.sort();
             for file in files {
-                let bytes = match inbox::read_regular_file(&file, inbox::MAX_CANDIDATE_BYTES) {
+                let bytes = match verifine_confined::read_regular_file(
+                    &file,
+                    verifine_confined::MAX_COMPONENT_BYTES,
+                ) {
                     Ok(bytes) => bytes,
                     Err(reason) => {
                         self.event(Event {

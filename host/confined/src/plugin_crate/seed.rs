@@ -10,15 +10,15 @@
 //! dependencies a revision is locked to); a revision's own crate is then
 //! the only thing compiled.
 
+use super::{PluginCrateError, Result};
 use super::{absolute, cargo_build_confined, copy_standalone, local_source_trees};
-use crate::error::{HotswapError, Result};
 use std::path::{Path, PathBuf};
 
 /// Where seeds are kept unless a run says otherwise: beside the user's
 /// compiled-code cache (`agent-seeds`), so that every run of the same
 /// crate and lock shares one; else under the system's temporary directory.
 pub fn default_root() -> PathBuf {
-    verifine_runtime::default_cache_dir()
+    verifine_base::default_cache_dir()
         .and_then(|code| code.parent().map(|p| p.join("agent-seeds")))
         .unwrap_or_else(|| std::env::temp_dir().join("verifine-agent-seeds"))
 }
@@ -36,7 +36,7 @@ pub fn ensure(
     let root = absolute(root)?;
     let manifest = source.join("Cargo.toml");
     let manifest_text =
-        std::fs::read(&manifest).map_err(|e| HotswapError::io("reading", &manifest, e))?;
+        std::fs::read(&manifest).map_err(|e| PluginCrateError::io("reading", &manifest, e))?;
     let mut keyed = manifest_text;
     keyed.extend_from_slice(lock.as_bytes());
     let key = &verifine_base::sha256_hex(&keyed)[..16];
@@ -53,11 +53,11 @@ pub fn ensure(
     let crate_dir = partial.join("crate");
     copy_standalone(source, &crate_dir)?;
     let lock_path = crate_dir.join("Cargo.lock");
-    std::fs::write(&lock_path, lock).map_err(|e| HotswapError::io("writing", &lock_path, e))?;
+    std::fs::write(&lock_path, lock).map_err(|e| PluginCrateError::io("writing", &lock_path, e))?;
     // Built confined too, as its copies will be, so that the environment
     // and the flags are the same by construction.
     let target = partial.join("target");
-    std::fs::create_dir(&target).map_err(|e| HotswapError::io("creating", &target, e))?;
+    std::fs::create_dir(&target).map_err(|e| PluginCrateError::io("creating", &target, e))?;
     let sources = local_source_trees(&crate_dir)?;
     let built = cargo_build_confined(&crate_dir, &target, &sources, deadline);
     if let Err(e) = built {
@@ -69,14 +69,14 @@ pub fn ensure(
         return Ok(None);
     }
     let finished = partial.join(FINISHED);
-    std::fs::write(&finished, b"").map_err(|e| HotswapError::io("writing", &finished, e))?;
+    std::fs::write(&finished, b"").map_err(|e| PluginCrateError::io("writing", &finished, e))?;
     match std::fs::rename(&partial, &seed) {
         Ok(()) => {}
         // Another process finished the same seed first: use theirs.
         Err(_) if seed.join(FINISHED).is_file() => {
             let _ = std::fs::remove_dir_all(&partial);
         }
-        Err(e) => return Err(HotswapError::io("renaming", &partial, e)),
+        Err(e) => return Err(PluginCrateError::io("renaming", &partial, e)),
     }
     Ok(Some(seed.join("target")))
 }

@@ -1,8 +1,8 @@
 //! Copying a plugin crate out of its workspace so it builds on its own
 //! (an agent's revision directory): what it inherits is written out.
 
+use super::{PluginCrateError, Result};
 use super::{crate_error, read_manifest};
-use crate::error::{HotswapError, Result};
 use std::path::{Path, PathBuf};
 
 /// Copies the crate in `source` to `dest` so it builds there on its own:
@@ -15,7 +15,7 @@ pub fn copy_standalone(source: &Path, dest: &Path) -> Result<()> {
     copy_tree(source, dest, Some("target"))?;
     let (manifest, mut table) = read_manifest(dest)?;
     let source =
-        std::fs::canonicalize(source).map_err(|e| HotswapError::io("reading", source, e))?;
+        std::fs::canonicalize(source).map_err(|e| PluginCrateError::io("reading", source, e))?;
     inline_workspace(&mut table, &source)?;
     for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
         let Some(deps) = table.get_mut(section).and_then(|d| d.as_table_mut()) else {
@@ -34,7 +34,7 @@ pub fn copy_standalone(source: &Path, dest: &Path) -> Result<()> {
         .entry("workspace")
         .or_insert_with(|| toml::Value::Table(toml::Table::new()));
     let text = toml::to_string(&table).map_err(|e| crate_error(&manifest, e))?;
-    std::fs::write(&manifest, text).map_err(|e| HotswapError::io("writing", &manifest, e))?;
+    std::fs::write(&manifest, text).map_err(|e| PluginCrateError::io("writing", &manifest, e))?;
     if !dest.join("Cargo.lock").exists()
         && let Some(lock) = source
             .ancestors()
@@ -42,7 +42,7 @@ pub fn copy_standalone(source: &Path, dest: &Path) -> Result<()> {
             .find(|l| l.exists())
     {
         std::fs::copy(&lock, dest.join("Cargo.lock"))
-            .map_err(|e| HotswapError::io("copying", &lock, e))?;
+            .map_err(|e| PluginCrateError::io("copying", &lock, e))?;
     }
     Ok(())
 }
@@ -124,7 +124,7 @@ impl Workspace {
         toml::Value::String(self.dir.join(relative).display().to_string())
     }
 
-    fn missing(&self, member: &Path, key: &str) -> HotswapError {
+    fn missing(&self, member: &Path, key: &str) -> PluginCrateError {
         crate_error(
             &self.dir.join("Cargo.toml"),
             format!(
@@ -182,8 +182,8 @@ impl Workspace {
 /// freshness checks compare them); a link is copied as what it names. A
 /// directory named `skip` is left out.
 pub(super) fn copy_tree(source: &Path, dest: &Path, skip: Option<&str>) -> Result<()> {
-    std::fs::create_dir_all(dest).map_err(|e| HotswapError::io("creating", dest, e))?;
-    let reading = |e| HotswapError::io("reading", source, e);
+    std::fs::create_dir_all(dest).map_err(|e| PluginCrateError::io("creating", dest, e))?;
+    let reading = |e| PluginCrateError::io("reading", source, e);
     for entry in std::fs::read_dir(source).map_err(reading)? {
         let entry = entry.map_err(reading)?;
         let path = entry.path();
@@ -193,7 +193,7 @@ pub(super) fn copy_tree(source: &Path, dest: &Path, skip: Option<&str>) -> Resul
                 copy_tree(&path, &target, skip)?;
             }
         } else {
-            std::fs::copy(&path, &target).map_err(|e| HotswapError::io("copying", &path, e))?;
+            std::fs::copy(&path, &target).map_err(|e| PluginCrateError::io("copying", &path, e))?;
             let modified = std::fs::metadata(&path)
                 .and_then(|m| m.modified())
                 .map_err(reading)?;
@@ -201,7 +201,7 @@ pub(super) fn copy_tree(source: &Path, dest: &Path, skip: Option<&str>) -> Resul
                 .write(true)
                 .open(&target)
                 .and_then(|file| file.set_modified(modified))
-                .map_err(|e| HotswapError::io("dating", &target, e))?;
+                .map_err(|e| PluginCrateError::io("dating", &target, e))?;
         }
     }
     Ok(())

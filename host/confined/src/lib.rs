@@ -25,14 +25,24 @@
 //!
 //! IP networking is not withheld from agents ([`Network::Internet`]: an LLM
 //! agent needs its API).
+//!
+//! [`plugin_crate`] builds a crate someone else wrote (an agent's revision,
+//! a plugin handed to `verifine plugin build`) through [`run`]; what a
+//! confined process leaves is read by [`check_tree`] and
+//! [`read_regular_file`]. Hot-swap's revision agents and co-evolution's
+//! command agent run through this crate; it knows nothing of revisions.
+
+#![warn(missing_docs)]
 
 mod landlock;
 mod output;
+pub mod plugin_crate;
 mod reaper;
 mod seccomp;
 mod system;
 
-pub use output::check_tree;
+pub use output::{MAX_COMPONENT_BYTES, check_tree, read_regular_file};
+pub use plugin_crate::PluginCrateError;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

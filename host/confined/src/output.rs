@@ -1,7 +1,8 @@
 //! What a confined process leaves behind is read only after it and all it
 //! started are gone, and only when its directory holds nothing but regular
 //! files and directories: a symlink could point the reader at the user's
-//! secrets, a FIFO or a device could block it forever.
+//! secrets, a FIFO or a device could block it forever. One file someone
+//! else wrote is read the same way ([`read_regular_file`]).
 
 use std::path::Path;
 
@@ -11,6 +12,68 @@ pub const MAX_ENTRIES: usize = 20_000;
 pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
 /// Deepest nesting below it.
 pub const MAX_DEPTH: usize = 32;
+
+/// The largest component taken from someone else (a candidate handed in,
+/// an agent's `revised.wasm`, a confined build's output); larger files are
+/// refused unread.
+pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+
+/// Reads `path` only if it is a regular file (not a directory, FIFO, socket
+/// or symlink: reading those could block or escape) of at most `max_bytes`;
+/// otherwise says why not. The file is opened first (not following a
+/// symlink, not waiting on a FIFO) and the open file is checked, so it cannot
+/// be swapped between the check and the read.
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> std::result::Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    );
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) => {
+            return match std::fs::symlink_metadata(path) {
+                Ok(m) if !m.file_type().is_file() => Err(format!(
+                    "{} is not a regular file ({:?})",
+                    path.display(),
+                    m.file_type()
+                )),
+                _ => Err(format!("reading {}: {e}", path.display())),
+            };
+        }
+    };
+    let metadata = file
+        .metadata()
+        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+    if !metadata.file_type().is_file() {
+        return Err(format!(
+            "{} is not a regular file ({:?})",
+            path.display(),
+            metadata.file_type()
+        ));
+    }
+    if metadata.len() > max_bytes {
+        return Err(format!(
+            "{} has {} bytes, more than the {max_bytes} allowed",
+            path.display(),
+            metadata.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!(
+            "{} grew past the {max_bytes} bytes allowed while it was read",
+            path.display()
+        ));
+    }
+    Ok(bytes)
+}
 
 /// Checks that `dir` and everything below it is a regular file or a
 /// directory, within [`MAX_ENTRIES`], [`MAX_TOTAL_BYTES`] and [`MAX_DEPTH`];

@@ -8,12 +8,12 @@
 //! - cold: the new path without a seed, once (a fresh directory from
 //!   nothing).
 //!
-//! `cargo bench -p verifine-hotswap --bench agent_build [-- ROUNDS]`
+//! `cargo bench -p verifine-confined --bench agent_build [-- ROUNDS]`
 //! (default 3 rounds, alternating anchor and seeded).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
-use verifine_hotswap::plugin_crate::{
+use verifine_confined::plugin_crate::{
     build, build_confined, copy_standalone, local_source_trees, pin_lock, resolve_lock, seed,
 };
 

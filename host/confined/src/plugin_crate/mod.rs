@@ -6,9 +6,36 @@ mod standalone;
 
 pub use standalone::copy_standalone;
 
-use crate::confined::Sandbox;
-use crate::error::{HotswapError, Result};
+use crate::Sandbox;
 use std::path::{Path, PathBuf};
+use verifine_base::FileError;
+
+/// What went wrong with a plugin crate; every error names its file or
+/// directory.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginCrateError {
+    /// A file or directory could not be read or written.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A crate that could not be read, copied or built.
+    #[error("plugin crate {}: {message}", dir.display())]
+    Crate {
+        /// The crate's directory (or manifest).
+        dir: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl PluginCrateError {
+    /// An I/O failure doing `action` on `path`.
+    pub fn io(action: &'static str, path: &Path, source: std::io::Error) -> Self {
+        PluginCrateError::File(FileError::io(action, path, source))
+    }
+}
+
+/// A result with a [`PluginCrateError`].
+pub type Result<T, E = PluginCrateError> = std::result::Result<T, E>;
 
 /// Where the user's own plugin crates are compiled (`verifine plugin
 /// build`): `$VERIFINE_PLUGIN_TARGET_DIR`, else a directory in the user's
@@ -20,7 +47,7 @@ pub fn target_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("VERIFINE_PLUGIN_TARGET_DIR") {
         return PathBuf::from(dir);
     }
-    verifine_runtime::default_cache_dir()
+    verifine_base::default_cache_dir()
         .and_then(|code| code.parent().map(|p| p.join("plugin-target")))
         .unwrap_or_else(|| std::env::temp_dir().join("verifine-plugin-target"))
 }
@@ -54,13 +81,13 @@ fn package_id(dir: &Path) -> Result<(String, String)> {
 fn read_manifest(dir: &Path) -> Result<(PathBuf, toml::Table)> {
     let manifest = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest)
-        .map_err(|e| HotswapError::io("reading", &manifest, e))?;
+        .map_err(|e| PluginCrateError::io("reading", &manifest, e))?;
     let table = toml::from_str(&text).map_err(|e| crate_error(&manifest, e))?;
     Ok((manifest, table))
 }
 
-fn crate_error(dir: &Path, message: impl std::fmt::Display) -> HotswapError {
-    HotswapError::Crate {
+fn crate_error(dir: &Path, message: impl std::fmt::Display) -> PluginCrateError {
+    PluginCrateError::Crate {
         dir: dir.to_path_buf(),
         message: message.to_string(),
     }
@@ -72,13 +99,13 @@ pub fn build(dir: &Path, target_dir: &Path) -> Result<(Vec<u8>, PathBuf)> {
     let name = package_name(dir)?;
     let path = verifine_wasm_build::build_crate(&dir.join("Cargo.toml"), &name, target_dir)
         .map_err(|e| crate_error(dir, e))?;
-    let bytes = std::fs::read(&path).map_err(|e| HotswapError::io("reading", &path, e))?;
+    let bytes = std::fs::read(&path).map_err(|e| PluginCrateError::io("reading", &path, e))?;
     Ok((bytes, path))
 }
 
 /// Builds the plugin crate in `dir` like [`build`], but as code someone else
 /// wrote, and returns the component's bytes: cargo (and so the crate's
-/// `build.rs` and proc-macros) runs confined (see [`crate::confined`]: it
+/// `build.rs` and proc-macros) runs confined (see [`crate`]: it
 /// reads `dir`, an offline build's share of the toolchain and `sources` —
 /// the live crate's [`local_source_trees`] —, makes no socket, and writes
 /// only a fresh target directory made under `parent` and removed after,
@@ -133,7 +160,7 @@ fn cargo_build_confined(
         .running(&cargo.to_string_lossy())
         .with_rust_toolchain(dir);
     command.current_dir(dir);
-    let finished = crate::confined::run(command, &sandbox, deadline)
+    let finished = crate::run(command, &sandbox, deadline)
         .map_err(|e| crate_error(dir, format!("cargo build {e}")))?;
     if !finished.status.success() {
         return Err(crate_error(
@@ -145,8 +172,7 @@ fn cargo_build_confined(
         .join(verifine_wasm_build::TARGET)
         .join("release")
         .join(format!("{}.wasm", name.replace('-', "_")));
-    crate::inbox::read_regular_file(&path, crate::inbox::MAX_CANDIDATE_BYTES)
-        .map_err(|e| crate_error(dir, e))
+    crate::read_regular_file(&path, crate::MAX_COMPONENT_BYTES).map_err(|e| crate_error(dir, e))
 }
 
 /// A directory made new (never one that was there), removed with
@@ -157,7 +183,7 @@ struct FreshDir {
 
 impl FreshDir {
     fn new(parent: &Path) -> Result<FreshDir> {
-        std::fs::create_dir_all(parent).map_err(|e| HotswapError::io("creating", parent, e))?;
+        std::fs::create_dir_all(parent).map_err(|e| PluginCrateError::io("creating", parent, e))?;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -169,10 +195,10 @@ impl FreshDir {
             match std::fs::create_dir(&path) {
                 Ok(()) => return Ok(FreshDir { path }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(HotswapError::io("creating", &path, e)),
+                Err(e) => return Err(PluginCrateError::io("creating", &path, e)),
             }
         }
-        Err(HotswapError::io(
+        Err(PluginCrateError::io(
             "creating a fresh build directory in",
             parent,
             std::io::Error::from(std::io::ErrorKind::AlreadyExists),
@@ -192,7 +218,7 @@ impl Drop for FreshDir {
 /// process runs in another directory, where a relative path means
 /// something else.
 fn absolute(path: &Path) -> Result<PathBuf> {
-    std::path::absolute(path).map_err(|e| HotswapError::io("resolving", path, e))
+    std::path::absolute(path).map_err(|e| PluginCrateError::io("resolving", path, e))
 }
 
 /// Resolves the dependencies of the crate in `dir` offline, keeping the
@@ -213,7 +239,7 @@ pub fn resolve_lock(dir: &Path, deadline: std::time::Instant) -> Result<String> 
         .running(&cargo.to_string_lossy())
         .with_rust_toolchain(dir);
     command.current_dir(dir);
-    let finished = crate::confined::run(command, &sandbox, deadline)
+    let finished = crate::run(command, &sandbox, deadline)
         .map_err(|e| crate_error(dir, format!("cargo metadata {e}")))?;
     if !finished.status.success() {
         let tail = finished.output.lines().rev().take(20).collect::<Vec<_>>();
@@ -224,7 +250,7 @@ pub fn resolve_lock(dir: &Path, deadline: std::time::Instant) -> Result<String> 
         ));
     }
     let lock = dir.join("Cargo.lock");
-    std::fs::read_to_string(&lock).map_err(|e| HotswapError::io("reading", &lock, e))
+    std::fs::read_to_string(&lock).map_err(|e| PluginCrateError::io("reading", &lock, e))
 }
 
 /// Writes `lock` (from [`resolve_lock`] on the live crate `live`) into the
