@@ -14,6 +14,8 @@ pub mod rubric {
         // these records in postcard (serde).
         additional_derives: [serde::Serialize, serde::Deserialize],
     });
+    /// The world's exports, as [`export_plugin!`](crate::export_plugin) implements them.
+    pub use exports::verifine::plugin::rubric_plugin::Guest;
 }
 
 pub mod aggregator {
@@ -28,6 +30,8 @@ pub mod aggregator {
             "verifine:plugin/host@0.3.0": super::rubric::verifine::plugin::host,
         },
     });
+    /// The world's exports, as [`export_plugin!`](crate::export_plugin) implements them.
+    pub use exports::verifine::plugin::aggregator_plugin::Guest;
 }
 
 pub mod curriculum {
@@ -42,6 +46,8 @@ pub mod curriculum {
             "verifine:plugin/host@0.3.0": super::rubric::verifine::plugin::host,
         },
     });
+    /// The world's exports, as [`export_plugin!`](crate::export_plugin) implements them.
+    pub use exports::verifine::plugin::curriculum_plugin::Guest;
 }
 
 pub mod trigger {
@@ -56,6 +62,8 @@ pub mod trigger {
             "verifine:plugin/host@0.3.0": super::rubric::verifine::plugin::host,
         },
     });
+    /// The world's exports, as [`export_plugin!`](crate::export_plugin) implements them.
+    pub use exports::verifine::plugin::trigger_plugin::Guest;
 }
 
 /// Parses the plugin's config once per call.

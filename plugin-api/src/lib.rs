@@ -2,10 +2,19 @@
 //!
 //! A plugin is a `cdylib` crate built for `wasm32-wasip2`. It implements one
 //! of four traits — [`Rubric`], [`Aggregator`], [`Curriculum`], [`Trigger`] —
-//! and registers it with [`export_plugin!`]:
+//! and registers it with [`export_plugin!`]. A rubric declares its
+//! criterion ids once, with [`criteria!`], so `describe()` and its verdicts
+//! cannot name a criterion two ways (a misspelled id does not compile):
 //!
 //! ```
 //! use verifine_plugin_api::*;
+//!
+//! criteria! {
+//!     /// What the rubric checks.
+//!     pub enum Checks {
+//!         Polite = "polite",
+//!     }
+//! }
 //!
 //! struct SaysPlease;
 //!
@@ -13,11 +22,11 @@
 //!     type Config = NoConfig;
 //!     fn describe() -> RubricInfo {
 //!         RubricInfo::new("says-please", env!("CARGO_PKG_VERSION"))
-//!             .criterion(Criterion::new("polite", "The response says please", 1.0))
+//!             .criterion(Criterion::new(&Checks::Polite, "The response says please", 1.0))
 //!     }
 //!     fn judge(_: &NoConfig, _: &Context, sample: &Sample) -> Result<Judgment, String> {
 //!         let polite = sample.response.to_lowercase().contains("please");
-//!         Ok(Judgment::from_verdicts(vec![Verdict::met("polite", polite)]))
+//!         Ok(Judgment::from_verdicts(vec![Verdict::met(&Checks::Polite, polite)]))
 //!     }
 //! }
 //!
@@ -43,13 +52,20 @@
 //! ```
 //! use verifine_plugin_api::*;
 //!
+//! criteria! {
+//!     /// What the rubric checks.
+//!     pub enum Checks {
+//!         Polite = "polite",
+//!     }
+//! }
+//!
 //! struct SaysPlease;
 //!
 //! impl Rubric for SaysPlease {
 //!     type Config = NoConfig;
 //!     fn describe() -> RubricInfo {
 //!         RubricInfo::new("says-please", env!("CARGO_PKG_VERSION"))
-//!             .criterion(Criterion::new("polite", "The response says please", 1.0))
+//!             .criterion(Criterion::new(&Checks::Polite, "The response says please", 1.0))
 //!     }
 //!     fn judge(config: &NoConfig, ctx: &Context, sample: &Sample) -> Result<Judgment, String> {
 //!         judge_owned::<Self>(config, ctx, sample)
@@ -64,7 +80,7 @@
 //!         out: &mut JudgmentWriter<'_>,
 //!     ) -> Result<(), String> {
 //!         let polite = sample.response.contains("please");
-//!         out.verdict(VerdictRef::met("polite", polite))
+//!         out.verdict(VerdictRef::met(&Checks::Polite, polite))
 //!             .explain(format_args!("{} bytes read", sample.response.len()));
 //!         Ok(())
 //!     }
@@ -95,7 +111,9 @@
 mod builders;
 #[doc(hidden)]
 pub mod call_arena;
+pub mod criteria;
 mod explanation;
+mod export;
 mod host_calls;
 pub mod in_place;
 #[cfg(not(target_arch = "wasm32"))]
@@ -105,6 +123,7 @@ pub mod row_rubric;
 pub mod verdicts;
 
 pub use builders::NoConfig;
+pub use criteria::CriterionId;
 pub use explanation::{ExplanationText, Number};
 pub use host_calls::{ask_judges, judge_model, log};
 pub use in_place::{JudgmentWriter, RubricInPlace, SampleView, VerdictRef, judge_owned};
@@ -213,219 +232,6 @@ pub trait Trigger {
         ctx: &Context,
         history: &[MonitorPoint],
     ) -> Result<TriggerDecision, String>;
-}
-
-/// Registers a plugin type as the crate's export and stamps its metadata.
-///
-/// `export_plugin!(rubric: MyRubric)`; likewise `rubric_in_place:` (a
-/// [`RubricInPlace`] on its fast path), `aggregator:`, `curriculum:`,
-/// `trigger:`. Use it once per crate.
-#[macro_export]
-macro_rules! export_plugin {
-    ($kind:ident : $plugin:ty) => {
-        $crate::export_plugin!(@stamped $crate::API_VERSION, $kind: $plugin);
-    };
-    // Stamps another contract version; only for the host's compatibility tests.
-    (@stamped $api:expr, rubric: $plugin:ty) => {
-        $crate::export_plugin!(@rubric $api, $plugin, judge_packed);
-    };
-    // The fast path: `judge-packed` reads in place and writes in place.
-    (@stamped $api:expr, rubric_in_place: $plugin:ty) => {
-        $crate::export_plugin!(@rubric $api, $plugin, judge_packed_in_place);
-    };
-    (@rubric $api:expr, $plugin:ty, $packed:ident) => {
-        $crate::__stamp_metadata!($api, "rubric");
-        // Exports exist only in the component; a native build (unit tests,
-        // benchmarks) links the plugin as an ordinary library.
-        #[cfg(target_arch = "wasm32")]
-        const _: () = {
-            struct __VerifineExport;
-            impl $crate::__private::rubric::exports::verifine::plugin::rubric_plugin::Guest
-                for __VerifineExport
-            {
-                fn describe() -> $crate::RubricInfo {
-                    <$plugin as $crate::Rubric>::describe()
-                }
-                fn judge(
-                    ctx: $crate::Context,
-                    samples: ::std::vec::Vec<$crate::Sample>,
-                ) -> ::std::vec::Vec<::std::result::Result<$crate::Judgment, ::std::string::String>>
-                {
-                    $crate::__private::judge::<$plugin>(&ctx, &samples)
-                }
-                fn reads() -> $crate::SampleFields {
-                    <$plugin as $crate::Rubric>::READS
-                }
-                fn judge_packed(
-                    ctx: $crate::Context,
-                    samples: ::std::vec::Vec<u8>,
-                ) -> ::std::vec::Vec<u8> {
-                    $crate::__private::$packed::<$plugin>(ctx, &samples)
-                }
-            }
-            $crate::__private::rubric::export_rubric_world!(
-                __VerifineExport with_types_in $crate::__private::rubric
-            );
-        };
-    };
-    (@stamped $api:expr, aggregator: $plugin:ty) => {
-        $crate::__stamp_metadata!($api, "aggregator");
-        // Exports exist only in the component; a native build (unit tests,
-        // benchmarks) links the plugin as an ordinary library.
-        #[cfg(target_arch = "wasm32")]
-        const _: () = {
-            struct __VerifineExport;
-            impl $crate::__private::aggregator::exports::verifine::plugin::aggregator_plugin::Guest
-                for __VerifineExport
-            {
-                fn aggregate(
-                    ctx: $crate::Context,
-                    items: ::std::vec::Vec<$crate::Scoring>,
-                ) -> ::std::vec::Vec<
-                    ::std::result::Result<::std::option::Option<f64>, ::std::string::String>,
-                > {
-                    $crate::__private::aggregate::<$plugin>(ctx, items)
-                }
-                fn aggregate_packed(
-                    ctx: $crate::Context,
-                    items: ::std::vec::Vec<u8>,
-                ) -> ::std::vec::Vec<u8> {
-                    $crate::__private::aggregate_packed::<$plugin>(ctx, &items)
-                }
-            }
-            $crate::__private::aggregator::export_aggregator_world!(
-                __VerifineExport with_types_in $crate::__private::aggregator
-            );
-        };
-    };
-    (@stamped $api:expr, curriculum: $plugin:ty) => {
-        $crate::__stamp_metadata!($api, "curriculum");
-        // Exports exist only in the component; a native build (unit tests,
-        // benchmarks) links the plugin as an ordinary library.
-        #[cfg(target_arch = "wasm32")]
-        const _: () = {
-            struct __VerifineExport;
-            impl $crate::__private::curriculum::exports::verifine::plugin::curriculum_plugin::Guest
-                for __VerifineExport
-            {
-                fn select(
-                    ctx: $crate::Context,
-                    candidates: ::std::vec::Vec<$crate::Candidate>,
-                ) -> ::std::result::Result<
-                    ::std::vec::Vec<$crate::CurriculumDecision>,
-                    ::std::string::String,
-                > {
-                    $crate::__private::select::<$plugin>(ctx, candidates)
-                }
-            }
-            $crate::__private::curriculum::export_curriculum_world!(
-                __VerifineExport with_types_in $crate::__private::curriculum
-            );
-        };
-    };
-    (@stamped $api:expr, trigger: $plugin:ty) => {
-        $crate::__stamp_metadata!($api, "trigger");
-        // Exports exist only in the component; a native build (unit tests,
-        // benchmarks) links the plugin as an ordinary library.
-        #[cfg(target_arch = "wasm32")]
-        const _: () = {
-            struct __VerifineExport;
-            impl $crate::__private::trigger::exports::verifine::plugin::trigger_plugin::Guest
-                for __VerifineExport
-            {
-                fn check(
-                    ctx: $crate::Context,
-                    history: ::std::vec::Vec<$crate::MonitorPoint>,
-                ) -> ::std::result::Result<$crate::TriggerDecision, ::std::string::String> {
-                    $crate::__private::check::<$plugin>(ctx, history)
-                }
-            }
-            $crate::__private::trigger::export_trigger_world!(
-                __VerifineExport with_types_in $crate::__private::trigger
-            );
-        };
-    };
-}
-
-/// Exports a plugin type as a native plugin: a C-ABI table, stamped with the
-/// contract version, that the host checks before calling anything.
-///
-/// `export_native_plugin!(rubric: MyRubric)`; likewise `aggregator:`,
-/// `curriculum:`, `trigger:`. Put it next to [`export_plugin!`]: it expands
-/// to nothing on wasm32, so one crate builds as a component for
-/// `wasm32-wasip2` and as a native `cdylib` for the host target.
-///
-/// Native plugins are **not sandboxed**: they run in the host's process with
-/// its privileges and no memory or time limit, so hosts load them only on an
-/// explicit opt-in. The exported symbol is unmangled, so link at most one
-/// plugin that uses this macro into any one native binary.
-#[macro_export]
-macro_rules! export_native_plugin {
-    ($kind:ident : $plugin:ty) => {
-        $crate::export_native_plugin!(@stamped $crate::API_VERSION, $kind: $plugin);
-    };
-    // Stamps another contract version; only for the host's compatibility tests.
-    (@stamped $api:expr, $kind:ident : $plugin:ty) => {
-        #[cfg(not(target_arch = "wasm32"))]
-        const _: () = {
-            unsafe extern "C" fn __verifine_native_call(
-                function: u32,
-                input: *const u8,
-                input_len: usize,
-                output: *mut $crate::native::NativeBuffer,
-            ) -> i32 {
-                // SAFETY: the host upholds the ABI's pointer contract.
-                unsafe {
-                    $crate::native::call(
-                        function,
-                        input,
-                        input_len,
-                        output,
-                        $crate::native::$kind::<$plugin>,
-                    )
-                }
-            }
-            static __VERIFINE_NATIVE_TABLE: $crate::native::NativePluginV0 =
-                $crate::native::table(
-                    $api,
-                    $crate::native::kind::$kind,
-                    concat!(env!("CARGO_PKG_NAME"), "\0"),
-                    concat!(env!("CARGO_PKG_VERSION"), "\0"),
-                    __verifine_native_call,
-                );
-            /// The native plugin's table (see `verifine_native_abi::SYMBOL`).
-            #[unsafe(no_mangle)]
-            pub extern "C" fn verifine_native_plugin_v0() -> *const $crate::native::NativePluginV0 {
-                &__VERIFINE_NATIVE_TABLE
-            }
-        };
-    };
-}
-
-/// Writes the metadata custom section (`key=value` lines) into the module.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __stamp_metadata {
-    ($api:expr, $kind:literal) => {
-        #[cfg(target_arch = "wasm32")]
-        const _: () = {
-            const PARTS: &[&str] = &[
-                "api-version=",
-                $api,
-                "\nkind=",
-                $kind,
-                "\nname=",
-                env!("CARGO_PKG_NAME"),
-                "\nversion=",
-                env!("CARGO_PKG_VERSION"),
-                "\n",
-            ];
-            const LEN: usize = $crate::__private::joined_len(PARTS);
-            #[used]
-            #[unsafe(link_section = "verifine-plugin")]
-            static METADATA: [u8; LEN] = $crate::__private::join::<LEN>(PARTS);
-        };
-    };
 }
 
 #[doc(hidden)]

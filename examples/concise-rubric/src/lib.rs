@@ -17,6 +17,15 @@ impl Default for Config {
     }
 }
 
+criteria! {
+    /// What the rubric checks: `describe()` and the verdicts name these, so
+    /// a misspelled criterion does not compile.
+    pub enum Checks {
+        Marked = "marked",
+        Concise = "concise",
+    }
+}
+
 pub struct Concise;
 
 impl Rubric for Concise {
@@ -25,12 +34,12 @@ impl Rubric for Concise {
     fn describe() -> RubricInfo {
         RubricInfo::new("concise", env!("CARGO_PKG_VERSION"))
             .criterion(Criterion::new(
-                "marked",
+                &Checks::Marked,
                 "Ends with a marked final answer",
                 1.0,
             ))
             .criterion(Criterion::new(
-                "concise",
+                &Checks::Concise,
                 "Stays within the word budget",
                 1.0,
             ))
@@ -40,8 +49,8 @@ impl Rubric for Concise {
         let words = sample.response.split_whitespace().count();
         let marked = sample.response.contains("####") || sample.response.contains("\\boxed{");
         Ok(Judgment::from_verdicts(vec![
-            Verdict::met("marked", marked),
-            Verdict::met("concise", words <= config.max_words)
+            Verdict::met(&Checks::Marked, marked),
+            Verdict::met(&Checks::Concise, words <= config.max_words)
                 .because(format!("{words} words (budget {})", config.max_words)),
         ]))
     }

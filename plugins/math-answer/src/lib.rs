@@ -33,6 +33,16 @@ impl Default for Config {
     }
 }
 
+criteria! {
+    /// What math-answer judges.
+    pub enum Checks {
+        /// The response ends with a recognizable final answer.
+        Format = "format",
+        /// The answer equals the reference as a number.
+        Correct = "correct",
+    }
+}
+
 /// The plugin.
 pub struct MathAnswer;
 
@@ -46,7 +56,7 @@ impl Rubric for MathAnswer {
         RubricInfo::new("math-answer", env!("CARGO_PKG_VERSION"))
             .criterion(
                 Criterion::new(
-                    "format",
+                    &Checks::Format,
                     "The final answer is marked (\\boxed{}, ####, or A:)",
                     defaults.format_weight,
                 )
@@ -54,7 +64,7 @@ impl Rubric for MathAnswer {
             )
             .criterion(
                 Criterion::new(
-                    "correct",
+                    &Checks::Correct,
                     "The final answer equals the reference numerically",
                     defaults.correct_weight,
                 )
@@ -65,8 +75,8 @@ impl Rubric for MathAnswer {
     fn judge(config: &Config, _ctx: &Context, sample: &Sample) -> Result<Judgment, String> {
         let assessed = Assessed::of(config, &sample.response, sample.reference.as_deref())?;
         Ok(Judgment::from_verdicts(vec![
-            Verdict::met("format", assessed.format_ok),
-            Verdict::met("correct", assessed.correct),
+            Verdict::met(&Checks::Format, assessed.format_ok),
+            Verdict::met(&Checks::Correct, assessed.correct),
         ])
         .with_total(Some(assessed.total))
         .because({
@@ -88,8 +98,8 @@ impl RubricInPlace for MathAnswer {
     ) -> Result<(), String> {
         let assessed = Assessed::of(config, sample.response, sample.reference)?;
         out.total(assessed.total)
-            .verdict(VerdictRef::met("format", assessed.format_ok))
-            .verdict(VerdictRef::met("correct", assessed.correct))
+            .verdict(VerdictRef::met(&Checks::Format, assessed.format_ok))
+            .verdict(VerdictRef::met(&Checks::Correct, assessed.correct))
             .explain_with(|text| assessed.explain(text));
         Ok(())
     }
