@@ -252,7 +252,8 @@ fn wrong_kind_is_refused_where_a_rubric_is_needed() {
 
 #[test]
 fn a_trap_fails_only_its_sample_in_a_scoring_run() {
-    use verifine_runtime::scoring::{RewardPlugins, score_all};
+    use verifine_runtime::scorer_pool::score_all;
+    use verifine_runtime::scoring::RewardPlugins;
     let runtime = runtime();
     let function = RewardPlugins::load(
         &runtime,

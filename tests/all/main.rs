@@ -12,6 +12,7 @@ mod hostile_plugins;
 mod hot_swap;
 mod layers;
 mod licenses;
+mod module_cycles;
 mod native_plugins;
 mod real_data;
 mod serve;

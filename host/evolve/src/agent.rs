@@ -9,8 +9,8 @@
 //! too harsh. It never sees the frozen test labels or the gold answers.
 
 use crate::cases::Case;
-use crate::code::CodeSubmission;
 use crate::error::Result;
+use crate::judge::code::CodeSubmission;
 use crate::judge::{JudgeRevision, JudgeScore};
 use crate::labels::{Clarification, Label};
 use serde_json::{Value, json};

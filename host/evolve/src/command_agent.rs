@@ -16,8 +16,8 @@
 //! dependencies, as hot-swap builds an agent's crate) or `revised.wasm`.
 
 use crate::agent::{Proposal, RevisionAgent, RevisionRequest};
-use crate::code::{CodeSubmission, source_path};
 use crate::error::{EvolveError, Result};
+use crate::judge::code::{CodeSubmission, source_path};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,9 +8,9 @@
 //! decision is a line of `kept.jsonl`.
 
 use crate::cases::Case;
-use crate::code::record_event;
 use crate::config::RoundStart;
 use crate::error::{EvolveError, Result};
+use crate::judge::code::record_event;
 use crate::round::read_optional;
 use crate::run::Evolve;
 use serde::{Deserialize, Serialize};

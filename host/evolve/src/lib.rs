@@ -14,7 +14,6 @@ pub mod agent;
 pub mod annotator;
 pub mod calibration;
 pub mod cases;
-pub mod code;
 pub mod command_agent;
 pub mod config;
 pub mod curriculum;

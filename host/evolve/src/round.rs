@@ -209,7 +209,7 @@ impl Evolve {
                     .with_reference(&c.reference)
             })
             .collect();
-        let scored = verifine_runtime::scoring::score_all(
+        let scored = verifine_runtime::scorer_pool::score_all(
             &self.evaluator,
             &samples,
             64,

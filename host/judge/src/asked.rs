@@ -7,7 +7,8 @@
 use crate::error::Result;
 use std::sync::{Arc, Mutex};
 use verifine_base::PluginSpec;
-use verifine_runtime::scoring::{RewardPlugins, score_all};
+use verifine_runtime::scorer_pool::score_all;
+use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::{JudgeModels, ModelAnswer, ModelError, ModelRequest, Runtime, Sample};
 
 /// The one query `rubric` (under `config`) asks a judge model about each

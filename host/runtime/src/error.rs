@@ -3,7 +3,6 @@
 //! both versions when a contract version does not match.
 
 use crate::PluginKind;
-use crate::instance::PluginError;
 use crate::metadata::MetadataError;
 use std::path::PathBuf;
 use thiserror::Error;
@@ -125,3 +124,86 @@ pub enum RuntimeError {
 
 /// A result with a [`RuntimeError`].
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+/// A call that did not produce a result.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum PluginError {
+    /// The call ran past the per-call deadline; the store was discarded.
+    #[error("plugin {plugin} exceeded its time limit of {limit_ms} ms in {call}")]
+    Timeout {
+        /// Name of the plugin called.
+        plugin: String,
+        /// The export that was called (`judge`, `aggregate`, …).
+        call: &'static str,
+        /// The deadline that was exceeded, in milliseconds.
+        limit_ms: u64,
+    },
+    /// The call failed inside the sandbox (panic, memory cap, invalid result);
+    /// the store was discarded. A native plugin's caught panic lands here too.
+    #[error("plugin {plugin} trapped in {call}: {message}")]
+    Trap {
+        /// Name of the plugin called.
+        plugin: String,
+        /// The export that was called.
+        call: &'static str,
+        /// The error chain, with what the plugin wrote to stderr.
+        message: String,
+    },
+    /// No store could be instantiated; the next call tries afresh.
+    #[error("plugin {plugin} could not be instantiated: {message}")]
+    Instantiate {
+        /// Name of the plugin.
+        plugin: String,
+        /// The error chain, with what the plugin wrote to stderr.
+        message: String,
+    },
+    /// The plugin's kind has no such export; nothing ran and the store was kept.
+    #[error("plugin {plugin} is a {kind} plugin and has no `{call}`")]
+    WrongKind {
+        /// Name of the plugin.
+        plugin: String,
+        /// The kind the plugin actually is.
+        kind: String,
+        /// The export that was asked for.
+        call: &'static str,
+    },
+    /// The plugin returned what the contract forbids (e.g. the wrong number of
+    /// results); the store was discarded.
+    #[error("plugin {plugin} broke the contract in {call}: {message}")]
+    Contract {
+        /// Name of the plugin called.
+        plugin: String,
+        /// The export that was called.
+        call: &'static str,
+        /// What was wrong with the result.
+        message: String,
+    },
+}
+
+/// A result count that differs from the input count is a contract error,
+/// never broadcast (shared by components and native plugins).
+pub(crate) fn check_count<T>(
+    plugin: &str,
+    call: &'static str,
+    results: Vec<T>,
+    expected: usize,
+) -> Result<Vec<T>, PluginError> {
+    if results.len() == expected {
+        return Ok(results);
+    }
+    Err(count_error(plugin, call, results.len(), expected))
+}
+
+/// The contract error for `count` results where `expected` were due.
+pub(crate) fn count_error(
+    plugin: &str,
+    call: &'static str,
+    count: usize,
+    expected: usize,
+) -> PluginError {
+    PluginError::Contract {
+        plugin: plugin.to_string(),
+        call,
+        message: format!("returned {count} results for {expected} inputs"),
+    }
+}

@@ -60,8 +60,8 @@ pub use bindings::{
     Judgment, LogLevel, ModelQuery, MonitorPoint, RubricInfo, Sample, SampleFields, Scoring,
     Selection, SubScore, TokenLogprob, TokenUsage, TriggerDecision, Verdict,
 };
-pub use error::{Result, RuntimeError};
-pub use instance::{PluginError, PluginInstance};
+pub use error::{PluginError, Result, RuntimeError};
+pub use instance::PluginInstance;
 pub use judge_models::{JudgeModels, ModelAnswer, ModelError, ModelRequest, SharedJudgeModels};
 pub use limiter::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 pub use metadata::{HOST_API_VERSION, PluginKind, PluginMetadata};

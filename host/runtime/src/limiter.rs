@@ -105,21 +105,28 @@ mod tests {
         assert_eq!(limiter.used(), (8 << 20) + 990 * TABLE_ELEMENT_BYTES);
     }
 
+    /// A store's data with nothing but the limiter (a plugin's store holds
+    /// it beside the rest of its host state).
+    struct Limited {
+        limits: SandboxLimiter,
+    }
+
     /// Instantiates a component written in the text format in a store with
     /// the sandbox's limiter, as a plugin instance is.
     fn instantiate(wat: &str, budget: usize) -> (wasmtime::Result<()>, usize) {
-        use crate::host_state::HostState;
         use wasmtime::component::{Component, Linker};
         let engine = crate::engine::SandboxEngine::shared().unwrap();
         let bytes = wat::parse_str(wat).unwrap();
         let component = Component::new(engine.engine(), &bytes).unwrap();
         let mut store = wasmtime::Store::new(
             engine.engine(),
-            HostState::new("hostile", SandboxLimiter::new(budget)),
+            Limited {
+                limits: SandboxLimiter::new(budget),
+            },
         );
         store.limiter(|state| &mut state.limits);
         store.set_epoch_deadline(1000);
-        let linker = Linker::<HostState>::new(engine.engine());
+        let linker = Linker::<Limited>::new(engine.engine());
         let result = linker.instantiate(&mut store, &component).map(|_| ());
         (result, store.data().limits.used())
     }

@@ -20,7 +20,7 @@ use super::bindings::{
     Candidate, Context, CurriculumDecision, Judgment, MonitorPoint, RubricInfo, Sample, Scoring,
     TriggerDecision,
 };
-use super::instance::PluginError;
+use super::error::PluginError;
 use super::metadata::{PluginKind, PluginMetadata, check_api};
 use crate::error::{Result, RuntimeError};
 use libloading::Library;
@@ -320,7 +320,7 @@ impl NativePlugin {
         results: Vec<T>,
         expected: usize,
     ) -> Result<Vec<T>, PluginError> {
-        super::instance::check_count(&self.metadata.name, call, results, expected)
+        super::error::check_count(&self.metadata.name, call, results, expected)
     }
 }
 

@@ -5,7 +5,6 @@ use super::builtin::{BUILTIN_PLUGINS, builtin_names};
 use super::code_cache::CodeCache;
 use super::engine::SandboxEngine;
 use super::host_state::HostState;
-use super::instance::PluginInstance;
 use super::judge_models::{NoJudgeModels, SharedJudgeModels};
 use super::metadata::{PluginKind, PluginMetadata, check_api, read_metadata};
 #[cfg(feature = "native")]
@@ -61,7 +60,7 @@ pub(crate) struct WasmCode {
 }
 
 /// How a plugin runs. Native plugins live here, one level below
-/// [`crate::scoring::RewardPlugins`] and [`PluginInstance`], so everything that
+/// [`crate::scoring::RewardPlugins`] and [`PluginInstance`](crate::PluginInstance), so everything that
 /// scores through a `Plugin` takes them without change.
 pub(crate) enum Code {
     /// A sandboxed component.
@@ -73,7 +72,7 @@ pub(crate) enum Code {
 
 /// A loaded and checked plugin: a compiled component or, only when the
 /// runtime allows it, a native library. Cheap to share; make a
-/// [`PluginInstance`] per thread to call it.
+/// [`PluginInstance`](crate::PluginInstance) per thread to call it.
 pub struct Plugin {
     /// What its metadata (section or native table) says, already checked
     /// against this host.
@@ -121,11 +120,6 @@ impl Plugin {
             #[cfg(feature = "native")]
             Code::Native(_) => self.clone(),
         }
-    }
-
-    /// A fresh instance with its own store (instantiated on first call).
-    pub fn instance(self: &Arc<Self>) -> PluginInstance {
-        PluginInstance::new(self.clone())
     }
 
     #[cfg(feature = "native")]

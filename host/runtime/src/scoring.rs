@@ -295,17 +295,3 @@ impl ScoredRef<'_> {
         }
     }
 }
-
-/// Scores every sample in batches of `batch_size` over `threads` workers,
-/// each with its own plugin instances. Results come back in input order;
-/// `on_batch` is called with the number of samples of each finished batch.
-pub fn score_all(
-    function: &RewardPlugins,
-    samples: &[Sample],
-    batch_size: usize,
-    threads: usize,
-    on_batch: &(dyn Fn(usize) + Sync),
-) -> Result<Vec<ScoredSample>> {
-    crate::scorer_pool::ScorerPool::new(function.clone())
-        .score_reporting(samples, batch_size, threads, on_batch)
-}

@@ -77,7 +77,7 @@ impl Policy {
     /// checkpoint it exported (`hf/`: merged weights, the model's own
     /// tokenizer and chat template).
     pub fn load(run_dir: &Path, model: &ModelSize) -> Result<Policy> {
-        let device = crate::run::device()?;
+        let device = crate::model::device()?;
         let exported = run_dir.join("hf");
         if model.from.is_some() {
             ensure!(

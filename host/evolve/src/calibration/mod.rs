@@ -11,8 +11,8 @@
 
 use crate::agent::{Disputed, Proposal, RevisionAgent, RevisionRequest};
 use crate::cases::Case;
-use crate::code::{CodeSubmission, HandedIn};
 use crate::error::Result;
+use crate::judge::code::{CodeSubmission, HandedIn};
 use crate::judge::{JudgeRevision, JudgeScore};
 use crate::labels::{Clarification, Label};
 use serde::{Deserialize, Serialize};
@@ -182,7 +182,7 @@ pub struct Hooks<'a> {
     /// Scores the labelled set under a revision.
     pub score: &'a mut dyn FnMut(&JudgeRevision) -> Result<Vec<JudgeScore>>,
     /// Checks and stores code an agent handed in, as a revision of the
-    /// live one (see [`crate::code`]).
+    /// live one (see [`crate::judge::code`]).
     pub admit: &'a mut dyn FnMut(&CodeSubmission, &JudgeRevision) -> Result<HandedIn>,
     /// Records a new entry, given the live revision it was decided against
     /// and the candidate, before the loop goes on.

@@ -399,7 +399,7 @@ fn every_example_config_parses_and_its_judge_takes_its_rules() {
             sample.context = context.to_string();
         }
         let scored =
-            verifine_runtime::scoring::score_all(&judge, &[sample], 1, 1, &|_| {}).unwrap();
+            verifine_runtime::scorer_pool::score_all(&judge, &[sample], 1, 1, &|_| {}).unwrap();
         // Without its judges file here, a model-backed judge can only say so.
         if let Some(error) = &scored[0].error {
             assert!(

@@ -15,7 +15,7 @@ use verifine_evolve::judge::{Judge, JudgeRevision};
 use verifine_evolve::verifier::{RetrainConfig, VerifierAgent};
 use verifine_evolve::{EvolveConfig, EvolveError};
 use verifine_judge::{BackendConfig, JudgeConfig, JudgesConfig, LocalConfig, PromptTemplate};
-use verifine_runtime::scoring::score_all;
+use verifine_runtime::scorer_pool::score_all;
 use verifine_runtime::{Runtime, Sample};
 
 use crate::common::{label, scratch};

@@ -344,7 +344,7 @@ fn healthbench_rows(
     let mut sample = verifine_runtime::Sample::new("row-1", "user: I feel dizzy", "Drink water.");
     sample.context = serde_json::json!({"rubrics": rubrics}).to_string();
     let samples = vec![sample; copies];
-    verifine_runtime::scoring::score_all(&plugins, &samples, 1, threads, &|_| {}).unwrap()
+    verifine_runtime::scorer_pool::score_all(&plugins, &samples, 1, threads, &|_| {}).unwrap()
 }
 
 /// Two rubric items, as the bounded-request test asks them; two copies on

@@ -219,7 +219,8 @@ fn healthbench_examples_score_through_llama_server() {
     )
     .unwrap();
     let (samples, items) = crate::common::healthbench_samples(6, "See a doctor if it gets worse.");
-    let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 2, 1, &|_| {}).unwrap();
+    let scored =
+        verifine_runtime::scorer_pool::score_all(&plugins, &samples, 2, 1, &|_| {}).unwrap();
     for s in &scored {
         assert!(s.error.is_none(), "{:?}", s.error);
         for v in &s.judgment.as_ref().unwrap().verdicts {

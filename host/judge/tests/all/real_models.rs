@@ -229,7 +229,8 @@ fn healthbench_through_smollm2(answer: &str, rows: usize) {
         "I'm sorry you're dealing with this. Rest, drink water, and see a doctor \
          if it gets worse or you notice anything alarming.",
     );
-    let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 1, 1, &|_| {}).unwrap();
+    let scored =
+        verifine_runtime::scorer_pool::score_all(&plugins, &samples, 1, 1, &|_| {}).unwrap();
     let mut verdicts = 0;
     for s in &scored {
         if let Some(error) = &s.error {
@@ -315,7 +316,8 @@ fn worked_steps_asks_smollm2_about_grounding() {
     .iter()
     .map(|(id, response)| verifine_runtime::Sample::new(*id, prompt, *response))
     .collect();
-    let scored = verifine_runtime::scoring::score_all(&plugins, &samples, 3, 1, &|_| {}).unwrap();
+    let scored =
+        verifine_runtime::scorer_pool::score_all(&plugins, &samples, 3, 1, &|_| {}).unwrap();
     for (sample, s) in samples.iter().zip(&scored) {
         assert_eq!(s.error, None);
         let judgment = s.judgment.as_ref().unwrap();

@@ -45,6 +45,12 @@ use layers::{attention_mask, linear, rms_norm, rotary_tables};
 pub use pretrained::{LoraConfig, LoraModule, TrainablePlan};
 use serde::{Deserialize, Serialize};
 
+/// The device training (and a loaded [`crate::Policy`]) computes on: the
+/// first GPU in a `cuda` build, else the CPU (candle's own choice).
+pub(crate) fn device() -> Result<Device> {
+    Ok(Device::cuda_if_available(0)?)
+}
+
 /// Added to attention scores of masked positions: finite, so a fully masked
 /// row (padding) gives a uniform distribution instead of NaN.
 pub const MASKED: f32 = -1e9;

@@ -393,8 +393,3 @@ impl Run {
     }
 }
 
-/// The device training (and a loaded [`crate::Policy`]) computes on: the
-/// first GPU in a `cuda` build, else the CPU (candle's own choice).
-pub(crate) fn device() -> Result<Device> {
-    Ok(Device::cuda_if_available(0)?)
-}

@@ -12,7 +12,7 @@ const SAMPLING_STREAM: u64 = 0xA11CE;
 impl Run {
     pub(super) fn start(config: TrainConfig, run_dir: &Path, host: Host) -> Result<Self> {
         let tokenizer_path = run_dir.join("tokenizer.json");
-        if let Some(base) = pretrained::Base::load(&config, &device()?)? {
+        if let Some(base) = pretrained::Base::load(&config, &crate::model::device()?)? {
             let tokenizer = ChatTokenizer::pretrained(&base.model)?;
             // A record of what the policy read; a resume reads the base again.
             tokenizer.save(&tokenizer_path)?;
@@ -73,7 +73,7 @@ impl Run {
     pub(super) fn restore(run_dir: &Path, checkpoint_dir: &Path, host: Host) -> Result<Self> {
         let saved: RunState = checkpoint::read_state(checkpoint_dir)?;
         let state = &saved.state;
-        let base = pretrained::Base::load(&saved.config, &device()?)?;
+        let base = pretrained::Base::load(&saved.config, &crate::model::device()?)?;
         let fingerprint = base.as_ref().map(|b| b.fingerprint.clone());
         ensure!(
             fingerprint == saved.base_model,
@@ -153,7 +153,7 @@ impl Run {
             }
             None => None,
         };
-        let device = device()?;
+        let device = crate::model::device()?;
         let (train_set, heldout) = problems(
             config.seed,
             config.train_problems,

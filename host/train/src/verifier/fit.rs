@@ -95,7 +95,7 @@ pub fn train_verifier(
         model: config.model.clone(),
         ..TrainConfig::default()
     };
-    let device = crate::run::device()?;
+    let device = crate::model::device()?;
     let Some(base) = Base::load(&train_config, &device)? else {
         bail!("[model] from must name the pretrained model to train");
     };

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::Instant;
 use verifine_base::PASS_MARK;
 use verifine_judge::{Judges, Ledger};
-use verifine_runtime::scoring::{RewardPlugins, score_all};
+use verifine_runtime::scorer_pool::score_all;
+use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::{Runtime, Sample};
 
 /// The slice: samples with verdict-free contexts, and each row's items.

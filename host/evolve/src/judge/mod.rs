@@ -1,12 +1,14 @@
 //! The reference-free judge: a rubric component whose rules (sub-criteria,
 //! weights, gate: its config table) are what revisions change, whose code a
-//! revision may replace too (see [`crate::code`]), and whose judge model a
+//! revision may replace too (see [`crate::judge::code`]), and whose judge model a
 //! revision may retrain (see [`crate::verifier`]); its dimensions stay fixed
 //! across revisions. Every revision is numbered and kept.
 
+pub mod code;
+
 use crate::cases::{Case, Dimensions};
-use crate::code::JudgeCode;
 use crate::error::{EvolveError, Result};
+use code::JudgeCode;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +16,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use verifine_base::PASS_MARK;
 use verifine_base::{PluginSpec, Provenance};
 use verifine_judge::{BackendConfig, JudgesConfig, LocalConfig};
-use verifine_runtime::scoring::{RewardPlugins, score_all};
+use verifine_runtime::scorer_pool::score_all;
+use verifine_runtime::scoring::RewardPlugins;
 use verifine_runtime::{Plugin, Runtime, Sample, SharedJudgeModels};
 
 /// One revision of the judge's rules.
@@ -87,7 +90,7 @@ pub struct Judge {
 
 impl Judge {
     /// Loads the rubric `spec` with the default aggregator; code revisions
-    /// are stored under `judge_dir` (see [`crate::code`]).
+    /// are stored under `judge_dir` (see [`crate::judge::code`]).
     pub fn load(
         runtime: Runtime,
         spec: &PluginSpec,
@@ -221,10 +224,9 @@ impl Judge {
     /// The component `revision` runs, as a spec another runtime can load.
     pub(crate) fn spec_under(&self, revision: &JudgeRevision) -> PluginSpec {
         match &revision.code {
-            Some(code) => PluginSpec::File(crate::code::component_path(
-                &self.judge_dir,
-                &code.plugin.sha256,
-            )),
+            Some(code) => {
+                PluginSpec::File(code::component_path(&self.judge_dir, &code.plugin.sha256))
+            }
             None => self.spec.clone(),
         }
     }

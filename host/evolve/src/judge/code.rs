@@ -8,8 +8,8 @@
 //! Every code proposal, promoted or refused, is an event in
 //! `judge/events.jsonl`, in hot-swap's format.
 
+use super::{Judge, JudgeRevision};
 use crate::error::{EvolveError, Result};
-use crate::judge::{Judge, JudgeRevision};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
