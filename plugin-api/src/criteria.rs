@@ -1,7 +1,7 @@
 //! A rubric's criterion ids as a type. The host matches each verdict to a
 //! criterion of `describe()` by its id, so an id spelled two ways (in
 //! `describe()` and in a verdict) used to show up only when scoring, as a
-//! verdict no criterion claims. Declared once with [`criteria!`], the ids
+//! verdict no criterion claims. Declared once with [`criteria!`](crate::criteria!), the ids
 //! are an enum: `describe()` and every verdict name its variants, and a
 //! misspelled one does not compile.
 //!
@@ -44,7 +44,7 @@
 //! stay for rubrics whose criteria come from the data (HealthBench's
 //! per-row items).
 
-/// A type whose values are criterion ids; [`criteria!`] implements it.
+/// A type whose values are criterion ids; [`criteria!`](crate::criteria!) implements it.
 pub trait CriterionId: Copy {
     /// The id as the host sees it.
     fn id(self) -> &'static str;
@@ -54,7 +54,7 @@ pub trait CriterionId: Copy {
 /// the host sees. The enum gets [`CriterionId`], `Deref` to its id's `str`
 /// (so `&Checks::Format` goes where a `&str` does), `ALL` (every variant,
 /// in order) and the usual derives (`Debug`, `Clone`, `Copy`, `PartialEq`,
-/// `Eq`, `Hash`). See the [module docs](crate::criteria) for an example.
+/// `Eq`, `Hash`). See the [module docs](mod@crate::criteria) for an example.
 #[macro_export]
 macro_rules! criteria {
     (

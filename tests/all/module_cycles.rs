@@ -259,12 +259,6 @@ const NOT_YET_UNTANGLED: &[(&str, &str, &[&str])] = &[
             "tokenizer",
         ],
     ),
-    ("host/train", "model", &["block", "frozen", "manual"]),
-    (
-        "host/train",
-        "model",
-        &["fused", "heads", "layers", "rms_norm", "swiglu"],
-    ),
     (
         "host/train",
         "symbolic",

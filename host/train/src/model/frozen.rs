@@ -12,7 +12,7 @@
 //! product's starting value instead of a separate sum.
 
 use super::fused::{data, fused_path};
-use super::manual::{Mat, MatMut, matmul};
+use super::kernels::{Mat, MatMut, matmul};
 use crate::error::Result;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Shape, Storage, Tensor};
 

@@ -351,9 +351,3 @@ impl CustomOp3 for LogSoftmaxGatherBackward {
         Ok((CpuStorage::F32(out), ll.shape().clone()))
     }
 }
-
-pub use super::rms_norm::rms_norm;
-
-#[cfg(test)]
-#[path = "fused_tests.rs"]
-mod tests;

@@ -1,9 +1,10 @@
 //! Each fused op against the same maths composed from candle ops, by value
 //! and by gradient, and its gradient against finite differences.
 
-use super::super::heads::{HeadLayout, to_heads, to_rows};
-use super::*;
-use candle_core::{Device, Var};
+use super::fused::*;
+use super::heads::{HeadLayout, to_heads, to_rows};
+use super::rms_norm::rms_norm;
+use candle_core::{D, DType, Device, Tensor, Var};
 use verifine_base::SplitMix64;
 
 fn random(shape: &[usize], seed: u64, scale: f32) -> Tensor {
@@ -232,7 +233,7 @@ fn composed_scaled_masked_softmax(scores: &Tensor, mask: &Tensor, scale: f64) ->
 fn scaled_masked_softmax_matches_the_composition_in_value_and_gradient() {
     let scores = random(&[2, 3, 5, 6], 11, 4.0);
     // Causal mask with one padded key in the second sequence, as the model builds it.
-    let mask = super::super::layers::attention_mask(
+    let mask = super::layers::attention_mask(
         2,
         1,
         5,
@@ -345,7 +346,7 @@ fn swiglu_matches_the_composition_in_value_and_both_gradients() {
     let gate = random(&[3, 5, 7], 31, 4.0);
     let up = random(&[3, 5, 7], 32, 2.0);
     let weights = random(&[3, 5, 7], 33, 1.0);
-    let swiglu = |t: &[Tensor]| super::super::swiglu::swiglu(&t[0], &t[1]).unwrap();
+    let swiglu = |t: &[Tensor]| super::swiglu::swiglu(&t[0], &t[1]).unwrap();
     let (fused, fused_grads) = value_and_grads(&[gate.clone(), up.clone()], &weights, swiglu);
     let (composed, composed_grads) = value_and_grads(&[gate.clone(), up.clone()], &weights, |t| {
         (t[0].silu().unwrap() * &t[1]).unwrap()
@@ -355,10 +356,10 @@ fn swiglu_matches_the_composition_in_value_and_both_gradients() {
         assert!(max_difference(f, c) < 1e-5);
     }
     check_finite_differences(&gate, &weights, &fused_grads[0], |t| {
-        super::super::swiglu::swiglu(t, &up).unwrap()
+        super::swiglu::swiglu(t, &up).unwrap()
     });
     check_finite_differences(&up, &weights, &fused_grads[1], |t| {
-        super::super::swiglu::swiglu(&gate, t).unwrap()
+        super::swiglu::swiglu(&gate, t).unwrap()
     });
 }
 
@@ -382,7 +383,7 @@ fn check_composed_path(inputs: &[Tensor], weights: &Tensor, f: impl Fn(&[Tensor]
 
 #[test]
 fn the_composed_fallbacks_agree_with_the_fused_ops() {
-    let mask = super::super::layers::attention_mask(2, 0, 5, None, &Device::Cpu).unwrap();
+    let mask = super::layers::attention_mask(2, 0, 5, None, &Device::Cpu).unwrap();
     check_composed_path(
         &[random(&[2, 2, 10, 5], 41, 3.0)],
         &random(&[2, 2, 10, 5], 42, 1.0),
@@ -408,6 +409,6 @@ fn the_composed_fallbacks_agree_with_the_fused_ops() {
     );
     let pair = [random(&[3, 7], 48, 3.0), random(&[3, 7], 49, 3.0)];
     check_composed_path(&pair, &random(&[3, 7], 50, 1.0), |t| {
-        super::super::swiglu::swiglu(&t[0], &t[1]).unwrap()
+        super::swiglu::swiglu(&t[0], &t[1]).unwrap()
     });
 }

@@ -15,7 +15,7 @@ pub(super) fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
 pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
     let dtype = x.dtype();
     let normed =
-        super::fused::rms_norm(&x.to_dtype(DType::F32)?, &weight.to_dtype(DType::F32)?, eps)?;
+        super::rms_norm::rms_norm(&x.to_dtype(DType::F32)?, &weight.to_dtype(DType::F32)?, eps)?;
     Ok(normed.to_dtype(dtype)?)
 }
 

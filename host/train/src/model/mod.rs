@@ -21,12 +21,16 @@ mod block;
 mod dtype;
 mod frozen;
 mod fused;
+#[cfg(test)]
+mod fused_tests;
 mod heads;
 mod init;
+mod kernels;
 mod layers;
 pub(crate) mod manual;
 mod pretrained;
 mod rms_norm;
+mod simd;
 mod swiglu;
 #[cfg(test)]
 mod tests;
@@ -44,6 +48,17 @@ pub use dtype::ComputeDType;
 use layers::{attention_mask, linear, rms_norm, rotary_tables};
 pub use pretrained::{LoraConfig, LoraModule, TrainablePlan};
 use serde::{Deserialize, Serialize};
+
+/// The storage order of a projection's weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WeightLayout {
+    /// `[out, in]`, as checkpoints store it and training updates it.
+    OutByIn,
+    /// `[in, out]`, contiguous: sampling's copy. With a few token rows per
+    /// product, `x · w` runs 1.5–4× faster than `x · wᵀ` over an `[out,
+    /// in]` weight (the product no longer repacks the weight's transpose).
+    InByOut,
+}
 
 /// The device training (and a loaded [`crate::Policy`]) computes on: the
 /// first GPU in a `cuda` build, else the CPU (candle's own choice).
@@ -281,7 +296,7 @@ impl Decoder {
     /// The copy rollouts sample from: no graph, every LoRA adapter folded
     /// into its weight (one product per projection and token instead of
     /// three), projection weights stored `[in, out]` (see
-    /// [`block::WeightLayout`]). Costs one copy of the projections per call.
+    /// [`WeightLayout`]). Costs one copy of the projections per call.
     pub fn for_sampling(&self) -> Result<Decoder> {
         self.sampling_copy(Block::for_sampling)
     }

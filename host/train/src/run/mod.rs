@@ -392,4 +392,3 @@ impl Run {
         self.wall_before + self.started.elapsed().as_secs_f64()
     }
 }
-

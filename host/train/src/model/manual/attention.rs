@@ -11,9 +11,9 @@
 //! never computed (their probability is exactly 0). The batch rows give the
 //! pool its parallelism.
 
-use super::kernels::{axpy, dot, softmax_in_place};
-use super::simd::widest;
 use crate::model::MASKED;
+use crate::model::kernels::{axpy, dot, softmax_in_place};
+use crate::model::simd::widest;
 use rayon::prelude::*;
 
 /// The sizes attention works with.

@@ -2,11 +2,11 @@
 //! token, forward and backward, over the wanted rows only.
 
 use super::buffers::Buffer;
-use super::kernels::{Mat, MatMut, exp, matmul, rms_norm, rms_norm_backward, rows_per_task};
 use super::layer::Sizes;
 use super::{Batch, Held, WeightGrad};
 use crate::error::Result;
 use crate::model::Decoder;
+use crate::model::kernels::{Mat, MatMut, exp, matmul, rms_norm, rms_norm_backward, rows_per_task};
 use rayon::prelude::*;
 
 /// What the head's backward pass reads.

@@ -2,11 +2,11 @@
 
 use super::attention::{self, Heads};
 use super::buffers::Buffer;
-use super::kernels::{rms_norm, rms_norm_backward, rotate, swiglu, swiglu_backward};
 use super::projection::Projection;
 use super::{Held, WeightGrad};
 use crate::error::Result;
 use crate::model::block::Block;
+use crate::model::kernels::{rms_norm, rms_norm_backward, rotate, swiglu, swiglu_backward};
 
 /// A block's weights, read in place.
 pub(super) struct BlockWeights<'a> {

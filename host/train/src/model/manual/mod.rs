@@ -19,23 +19,19 @@
 mod attention;
 mod buffers;
 mod head;
-mod kernels;
 mod layer;
 mod projection;
-mod simd;
 #[cfg(test)]
 mod tests;
 
 use super::Decoder;
-use super::block::WeightLayout;
+use super::WeightLayout;
 use super::fused::data;
 use crate::error::{Result, TrainError, ensure};
 use attention::Heads;
 use buffers::Buffer;
 use candle_core::{DType, Layout, Storage, Tensor};
 use std::ops::Deref;
-
-pub(super) use kernels::{Mat, MatMut, matmul};
 
 /// A weight and its gradient, `weight`'s shape in row-major order.
 type WeightGrad = (Tensor, Vec<f32>);

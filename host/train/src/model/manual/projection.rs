@@ -7,10 +7,10 @@
 //! LoRA) gets no gradient, so its `[out, in]` product is never computed.
 
 use super::buffers::Buffer;
-use super::kernels::{Mat, MatMut, matmul};
 use super::{Held, WeightGrad};
 use crate::error::Result;
 use crate::model::block::Linear;
+use crate::model::kernels::{Mat, MatMut, matmul};
 
 /// A projection's tensors, read in place.
 pub(super) struct Projection<'a> {

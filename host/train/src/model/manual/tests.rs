@@ -1,7 +1,7 @@
 //! The hand-written pass against candle's autograd (value and gradient of
 //! every weight) and against finite differences.
 
-use super::kernels::{Mat, MatMut, exp, matmul};
+use crate::model::kernels::{Mat, MatMut, exp, matmul};
 use crate::model::{Decoder, ModelConfig, sorted_vars};
 use crate::sequences::{Backward, Sequence, SequenceBatch, batch, policy_log_probs};
 use candle_core::backprop::GradStore;

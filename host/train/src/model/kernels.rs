@@ -1,6 +1,7 @@
-//! The arithmetic of the hand-written pass: matrix products on strided
-//! views, and the row-wise ops (RMSNorm, rotary embedding, SwiGLU) with
-//! their backward passes written out.
+//! The arithmetic of the hand-written pass (`manual`) and of frozen
+//! projections (`frozen`): matrix products on strided views, and the
+//! row-wise ops (RMSNorm, rotary embedding, SwiGLU) with their backward
+//! passes written out.
 //!
 //! Every op reads and writes plain `f32` slices in token rows (`[rows,
 //! width]`, row-major). Ops over many rows run on rayon's pool, the one
