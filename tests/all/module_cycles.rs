@@ -260,11 +260,6 @@ const NOT_YET_UNTANGLED: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
-        "host/train",
-        "symbolic",
-        &["eval", "expr", "helpers", "lex", "number"],
-    ),
-    (
         "host/evolve",
         "",
         &[

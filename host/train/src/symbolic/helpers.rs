@@ -3,8 +3,9 @@
 //! caller's generator; recovering an original problem lists them), and
 //! what the others compute.
 
-use super::eval::{EvalError, Value};
+use super::eval_error::EvalError;
 use super::number::{Kind, Number, Ratio};
+use super::value::Value;
 use std::sync::Arc;
 use verifine_base::SplitMix64;
 

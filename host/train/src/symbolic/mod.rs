@@ -84,6 +84,7 @@
 //! with commas, sentences capitalised.
 
 mod eval;
+mod eval_error;
 mod expr;
 mod helpers;
 mod lex;
@@ -94,16 +95,17 @@ mod splits;
 mod template;
 #[cfg(test)]
 mod tests;
+mod value;
 
-pub use eval::EvalError;
+pub use eval_error::EvalError;
 pub use splits::{SymbolicConfig, splits};
 pub use template::Template;
 
 use crate::task::Problem;
-use eval::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
+use value::Value;
 use verifine_base::{FileError, SplitMix64};
 
 /// Draws tried per variant before a template is refused. The package's

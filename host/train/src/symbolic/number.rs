@@ -9,7 +9,7 @@
 //! or Fraction): only to be shown the way Python shows it (`4` / `4.0` /
 //! `1/2`) when a computed value is put into a question.
 
-use super::eval::EvalError;
+use super::eval_error::EvalError;
 use std::cmp::Ordering;
 
 /// `num / den` in lowest terms with `den > 0`.

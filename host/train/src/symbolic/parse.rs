@@ -5,11 +5,11 @@
 //! helpers appear only in `#init`, so a draw can fail only on its values.
 
 use super::SymbolicError;
-use super::eval::Value;
 use super::expr::parse;
 use super::helpers::Func;
 use super::render::placeholders;
 use super::template::{Checked, InitLine, Template};
+use super::value::Value;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 

@@ -3,7 +3,8 @@
 //! of five or more digits grouped by commas, sentences capitalised), so a
 //! variant reads like the data set's own questions.
 
-use super::eval::{EvalError, Value};
+use super::eval_error::EvalError;
+use super::value::Value;
 use std::collections::HashMap;
 
 /// A piece of the question line.

@@ -1,10 +1,12 @@
 //! A parsed template, and drawing from it: a variant, or the original
 //! problem rebuilt from the question's placeholders.
 
-use super::eval::{EvalError, Scope, Value};
+use super::eval::Scope;
+use super::eval_error::EvalError;
 use super::expr::Expr;
 use super::helpers::{Choices, choices};
 use super::render::{Piece, render};
+use super::value::Value;
 use super::{Rejection, SymbolicError};
 use crate::task::Problem;
 use std::collections::{BTreeMap, HashMap};
