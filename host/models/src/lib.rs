@@ -15,6 +15,7 @@ pub mod config;
 pub mod error;
 pub mod export;
 pub mod gguf;
+pub mod ops;
 pub mod spm;
 pub mod tokenizer;
 pub mod weights;

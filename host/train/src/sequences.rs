@@ -93,7 +93,7 @@ pub fn log_probs(model: &Decoder, batch: &SequenceBatch) -> Result<Tensor> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Backward {
     /// The hand-written pass where it covers the model (f32 on the CPU,
-    /// without LoRA adapters or q/k/v biases), candle's autograd elsewhere.
+    /// without q/k/v biases), candle's autograd elsewhere.
     #[default]
     Fastest,
     /// candle's autograd always: the reference the hand-written pass is

@@ -1,7 +1,7 @@
 //! Attention inside a block: projections, per-head norms, rotary
 //! embeddings, grouped-query scores.
 
-use super::model::{JudgeDecoder, Layer, Result, RopeStyle, e};
+use super::model::{JudgeDecoder, Layer, Result, e};
 use super::projection::Projection;
 use candle_core::Tensor;
 
@@ -40,11 +40,7 @@ impl JudgeDecoder {
     }
 
     pub(super) fn rotate(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-        match self.rope {
-            RopeStyle::Adjacent => candle_nn::rotary_emb::rope_i(x, cos, sin),
-            RopeStyle::Halves => candle_nn::rotary_emb::rope(x, cos, sin),
-        }
-        .map_err(e)
+        verifine_models::ops::rope(x, cos, sin, self.rope).map_err(e)
     }
 
     /// Attention of queries `[rows, heads, positions, head_dim]` over keys
@@ -81,14 +77,16 @@ impl JudgeDecoder {
     }
 }
 
-pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
-    candle_nn::ops::rms_norm(x, weight, eps as f32).map_err(e)
+/// RMSNorm over the last dimension (training's, from
+/// `verifine_models::ops`).
+pub(super) fn normed(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
+    verifine_models::ops::rms_norm(x, weight, eps).map_err(e)
 }
 
 /// `x` RMS-normed by `weight` over its last dimension, when there is one.
 pub(super) fn post_norm(x: Tensor, weight: &Option<Tensor>, eps: f64) -> Result<Tensor> {
     match weight {
-        Some(w) => rms_norm(&x.contiguous().map_err(e)?, w, eps),
+        Some(w) => normed(&x, w, eps),
         None => Ok(x),
     }
 }

@@ -3,7 +3,8 @@
 //! pass extends a [`KvCache`] that can be cut back to any prefix, which is
 //! what lets a judge encode a shared prompt prefix once.
 //!
-//! Written against llama.cpp's definition: RMS norm, rotary embeddings on
+//! Written against llama.cpp's definition, with the layer ops training uses
+//! (`verifine_models::ops`): RMS norm, rotary embeddings on
 //! adjacent pairs (llama) or on halves (qwen2, which also has q/k/v
 //! biases; gemma3), grouped-query attention where query head `h` reads KV
 //! head `h / (heads / kv_heads)`, and a gated MLP. Gemma 3 adds what its
@@ -19,23 +20,12 @@ pub use super::error::DecoderError;
 
 pub(super) type Result<T> = std::result::Result<T, DecoderError>;
 
-/// How rotary embeddings pair up the dimensions of a head.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RopeStyle {
-    /// (x0, x1), (x2, x3) … — llama.
-    Adjacent,
-    /// (x0, x_{d/2}), (x1, x_{d/2+1}) … — qwen2 (GPT-NeoX).
-    Halves,
-}
-
-/// The gate's activation in the MLP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Activation {
-    /// llama, qwen2.
-    Silu,
-    /// Gemma's `gelu_pytorch_tanh`.
-    GeluTanh,
-}
+/// The gate's activation in the MLP: SiLU for llama and qwen2, GELU (tanh)
+/// for gemma3.
+pub(super) use verifine_models::ops::Activation;
+/// How rotary embeddings pair up a head's dimensions: adjacent pairs for
+/// GGUF's llama, halves for qwen2 and gemma3.
+pub use verifine_models::ops::RopeStyle;
 
 /// Local attention of Gemma's sliding-window layers.
 #[derive(Debug, Clone, Copy)]
@@ -283,7 +273,7 @@ impl JudgeDecoder {
                 (Some(local), true) => local,
                 _ => &global,
             };
-            let h = rms_norm(&x, &layer.attn_norm, self.eps)?;
+            let h = normed(&x, &layer.attn_norm, self.eps)?;
             let (q, k, v) = self.query_key_value(layer, &h, (b, 1), cos, sin)?;
             for (j, cache) in caches.iter_mut().enumerate() {
                 let row = |t: &Tensor| t.narrow(0, j, 1).map_err(e);
@@ -365,26 +355,22 @@ impl JudgeDecoder {
         let out = layer.o.forward(attended)?;
         let out = post_norm(out, &layer.post_attn_norm, self.eps)?;
         let x = (x + out).map_err(e)?;
-        let h = rms_norm(&x, &layer.ffn_norm, self.eps)?;
+        let h = normed(&x, &layer.ffn_norm, self.eps)?;
         let gate = layer.gate.forward(&h)?;
-        let gate = match self.activation {
-            Activation::Silu => candle_nn::ops::silu(&gate),
-            Activation::GeluTanh => gate.gelu(),
-        }
-        .map_err(e)?;
         let up = layer.up.forward(&h)?;
-        let mlp = layer.down.forward(&(gate * up).map_err(e)?)?;
+        let gated = verifine_models::ops::gated(&gate, &up, self.activation).map_err(e)?;
+        let mlp = layer.down.forward(&gated)?;
         let mlp = post_norm(mlp, &layer.post_ffn_norm, self.eps)?;
         (x + mlp).map_err(e)
     }
 
     /// Final norm, output matrix, log-softmax over the vocabulary.
     pub(super) fn log_probs(&self, x: &Tensor) -> Result<Tensor> {
-        let x = rms_norm(x, &self.norm, self.eps)?;
+        let x = normed(x, &self.norm, self.eps)?;
         let logits = self.output.forward(&x)?;
         candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1).map_err(e)
     }
 }
 
-pub(super) use super::attention::{post_norm, rms_norm};
+pub(super) use super::attention::{normed, post_norm};
 pub(super) use super::tables::{attention_mask, rotary_tables};

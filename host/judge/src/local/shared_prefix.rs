@@ -10,7 +10,7 @@
 
 use super::LocalBackend;
 use super::causal::{SequenceTensors, attend_on_cpu};
-use super::model::{DecoderError, JudgeDecoder, KvCache, Result, attention_mask, e, rms_norm};
+use super::model::{DecoderError, JudgeDecoder, KvCache, Result, attention_mask, e, normed};
 use candle_core::Tensor;
 
 /// Prompts group only when they share at least this many tokens; below it
@@ -251,7 +251,7 @@ impl JudgeDecoder {
                 (Some(local), true) => local,
                 _ => &global,
             };
-            let h = rms_norm(&x, &layer.attn_norm, self.eps)?;
+            let h = normed(&x, &layer.attn_norm, self.eps)?;
             let (q, k, v) = self.query_key_value(layer, &h, (1, total), &at.cos, &at.sin)?;
             for (j, &(start, len)) in spans.iter().enumerate() {
                 let own = |t: &Tensor| t.narrow(2, start, len).and_then(|t| t.contiguous());

@@ -2,6 +2,8 @@
 
 use super::model::{Result, e};
 use candle_core::{Device, Tensor};
+use verifine_models::RopeScaling;
+use verifine_models::config::inverse_frequencies;
 
 /// `-inf` where position `past + i` must not see position `j`: a later
 /// token, or (with a sliding `window`) one `window` or more positions
@@ -57,18 +59,13 @@ pub(crate) fn rotary_tables(
                 "rotary tables of {len} positions × {half} frequencies exceed {MAX_TABLE_ELEMENTS} entries"
             ))
         })?;
-    let inverse: Vec<f32> = (0..half)
-        .map(|i| 1.0 / base.powf(2.0 * i as f32 / head_dim as f32))
-        .collect();
-    let mut cos = Vec::with_capacity(elements);
-    let mut sin = Vec::with_capacity(elements);
-    for position in 0..len {
-        for f in &inverse {
-            let angle = position as f32 / position_scale * f;
-            cos.push(angle.cos());
-            sin.push(angle.sin());
-        }
-    }
+    // Linear scaling divides positions, which is dividing frequencies.
+    let scaling = (position_scale != 1.0).then_some(RopeScaling::Linear {
+        factor: f64::from(position_scale),
+    });
+    let frequencies = inverse_frequencies(f64::from(base), head_dim, scaling);
+    let (cos, sin) = verifine_models::ops::rotary_tables(&frequencies, len);
+    debug_assert_eq!(cos.len(), elements);
     Ok((
         Tensor::from_vec(cos, (len, half), device).map_err(e)?,
         Tensor::from_vec(sin, (len, half), device).map_err(e)?,

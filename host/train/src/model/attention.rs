@@ -11,9 +11,9 @@ use super::Decoder;
 use super::block::Block;
 use super::fused;
 use super::heads::{HeadLayout, to_heads, to_rows};
-use super::layers::rms_norm;
 use crate::error::{Result, ensure};
 use candle_core::{DType, Tensor};
+use verifine_models::ops::rms_norm;
 
 /// Keys and values of the positions seen so far, per layer.
 #[derive(Default)]

@@ -11,10 +11,11 @@
 //! is copied on the way in or out; the addend (a LoRA update) is the
 //! product's starting value instead of a separate sum.
 
-use super::fused::{data, fused_path};
+use super::fused::fused_path;
 use super::kernels::{Mat, MatMut, matmul};
 use crate::error::Result;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Layout, Shape, Storage, Tensor};
+use verifine_models::ops::contiguous_data;
 
 /// `x · weightᵀ + addend` (`x`: `[rows, in]`, addend `[rows, out]`), no
 /// gradient to `weight`.
@@ -68,7 +69,7 @@ impl FrozenLinear {
         let Storage::Cpu(storage) = &*storage else {
             candle_core::bail!("frozen linear: the weight is not on the CPU");
         };
-        let w = data::<f32>(storage, layout)?;
+        let w = contiguous_data::<f32>(storage, layout)?;
         let mut y = match addend {
             Some(a) if a.len() == rows * out => a.to_vec(),
             Some(a) => candle_core::bail!("frozen linear: addend of {} for {rows}×{out}", a.len()),
@@ -94,7 +95,11 @@ impl CustomOp1 for FrozenLinear {
         storage: &CpuStorage,
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        self.product(data::<f32>(storage, layout)?, layout.shape(), None)
+        self.product(
+            contiguous_data::<f32>(storage, layout)?,
+            layout.shape(),
+            None,
+        )
     }
 
     fn bwd(&self, _x: &Tensor, _y: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
@@ -114,8 +119,12 @@ impl CustomOp2 for FrozenLinear {
         addend: &CpuStorage,
         addend_layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let addend = data::<f32>(addend, addend_layout)?;
-        self.product(data::<f32>(x, x_layout)?, x_layout.shape(), Some(addend))
+        let addend = contiguous_data::<f32>(addend, addend_layout)?;
+        self.product(
+            contiguous_data::<f32>(x, x_layout)?,
+            x_layout.shape(),
+            Some(addend),
+        )
     }
 
     fn bwd(

@@ -1,8 +1,9 @@
-//! Fused CPU kernels *with a backward pass* for the row-wise ops that
-//! dominate a small model's update: softmax over the last dimension (and
-//! attention's scale + mask + softmax in one), log-softmax + gather of the target token's
-//! log-probability (the policy's token log-probs: the loss never needs the
-//! full log-softmax), and RMSNorm.
+//! Fused CPU kernels *with a backward pass* for the row-wise ops of the
+//! loss and attention in training: softmax over the last dimension (and
+//! attention's scale + mask + softmax in one), and log-softmax + gather of
+//! the target token's log-probability (the policy's token log-probs: the
+//! loss never needs the full log-softmax). The decoder's layer ops (RMSNorm,
+//! rope, the gated MLP) are `verifine_models::ops`, shared with the judge.
 //!
 //! candle's own fused versions are custom ops without a backward (candle
 //! issues 2168, 3568, 3569): used in training they stop gradients silently.
@@ -15,36 +16,13 @@
 //! device trains; tests check that both paths agree in value and gradient.
 
 use crate::error::Result;
-use candle_core::{
-    CpuStorage, CustomOp1, CustomOp2, CustomOp3, D, DType, Layout, Shape, Tensor, WithDType,
-};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, D, DType, Layout, Shape, Tensor};
+
+use verifine_models::ops::{contiguous_data, row_len, softmax_in_place};
 
 /// Whether `x` can take the fused CPU path.
 pub(super) fn fused_path(x: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32
-}
-
-/// The contiguous data of a custom op's argument.
-pub(super) fn data<'a, T: WithDType>(
-    storage: &'a CpuStorage,
-    layout: &Layout,
-) -> candle_core::Result<&'a [T]> {
-    let data = storage.as_slice::<T>()?;
-    match layout.contiguous_offsets() {
-        Some((start, end)) => Ok(&data[start..end]),
-        None => candle_core::bail!("fused op: expected a contiguous tensor"),
-    }
-}
-
-/// Length of the last dimension (the rows the ops work on).
-pub(super) fn row_len(layout: &Layout) -> candle_core::Result<usize> {
-    layout
-        .shape()
-        .dims()
-        .last()
-        .copied()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| candle_core::Error::Msg("fused op: empty last dimension".into()))
 }
 
 /// Ops reading fewer elements than this run on one thread.
@@ -81,18 +59,6 @@ fn softmax_row(row: &[f32], out: &mut [f32]) {
     softmax_in_place(out);
 }
 
-/// Replaces `row` by its softmax.
-fn softmax_in_place(row: &mut [f32]) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0f32;
-    for x in row.iter_mut() {
-        *x = (*x - max).exp();
-        sum += *x;
-    }
-    let inv = 1.0 / sum;
-    row.iter_mut().for_each(|x| *x *= inv);
-}
-
 /// Softmax over the last dimension, with a backward pass.
 pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
     if !fused_path(x) {
@@ -109,7 +75,7 @@ impl CustomOp1 for Softmax {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let x = data::<f32>(s, l)?;
+        let x = contiguous_data::<f32>(s, l)?;
         let n = row_len(l)?;
         let mut out = vec![0f32; x.len()];
         for_each_row(&mut out, n, x.len(), |i, o| {
@@ -145,7 +111,10 @@ impl CustomOp2 for SoftmaxBackward {
         gs: &CpuStorage,
         gl: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (y, g) = (data::<f32>(ys, yl)?, data::<f32>(gs, gl)?);
+        let (y, g) = (
+            contiguous_data::<f32>(ys, yl)?,
+            contiguous_data::<f32>(gs, gl)?,
+        );
         let n = row_len(yl)?;
         let mut out = vec![0f32; y.len()];
         for_each_row(&mut out, n, y.len(), |i, o| {
@@ -206,7 +175,10 @@ impl CustomOp2 for ScaledMaskedSoftmax {
         ms: &CpuStorage,
         ml: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (scores, mask) = (data::<f32>(ss, sl)?, data::<f32>(ms, ml)?);
+        let (scores, mask) = (
+            contiguous_data::<f32>(ss, sl)?,
+            contiguous_data::<f32>(ms, ml)?,
+        );
         let (_, a, rows, keys) = sl.shape().dims4()?;
         let queries = ml.shape().dims()[2];
         let scale = self.scale as f32;
@@ -284,7 +256,10 @@ impl CustomOp2 for LogSoftmaxGather {
         ts: &CpuStorage,
         tl: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (logits, targets) = (data::<f32>(ls, ll)?, data::<u32>(ts, tl)?);
+        let (logits, targets) = (
+            contiguous_data::<f32>(ls, ll)?,
+            contiguous_data::<u32>(ts, tl)?,
+        );
         let vocab = row_len(ll)?;
         if logits.len() / vocab != targets.len() {
             candle_core::bail!(
@@ -332,9 +307,9 @@ impl CustomOp3 for LogSoftmaxGatherBackward {
         gl: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let (logits, targets, g) = (
-            data::<f32>(ls, ll)?,
-            data::<u32>(ts, tl)?,
-            data::<f32>(gs, gl)?,
+            contiguous_data::<f32>(ls, ll)?,
+            contiguous_data::<u32>(ts, tl)?,
+            contiguous_data::<f32>(gs, gl)?,
         );
         let vocab = row_len(ll)?;
         check_targets(targets, vocab)?;

@@ -3,9 +3,9 @@
 
 use super::fused::*;
 use super::heads::{HeadLayout, to_heads, to_rows};
-use super::rms_norm::rms_norm;
 use candle_core::{D, DType, Device, Tensor, Var};
 use verifine_base::SplitMix64;
+use verifine_models::ops::{Activation, gated, rms_norm};
 
 fn random(shape: &[usize], seed: u64, scale: f32) -> Tensor {
     let mut rng = SplitMix64::new(seed);
@@ -158,7 +158,7 @@ fn a_target_outside_the_vocabulary_is_an_error_not_a_wrong_read() {
 }
 
 #[test]
-fn rms_norm_matches_the_composition_in_value_and_both_gradients() {
+fn the_shared_rms_norm_matches_the_composition_in_value_and_both_gradients() {
     let x = random(&[2, 3, 8], 6, 2.0);
     let w = random(&[8], 7, 1.5);
     let weights = random(&[2, 3, 8], 8, 1.0);
@@ -342,11 +342,11 @@ fn moving_heads_refuses_shapes_and_tables_that_do_not_fit() {
 }
 
 #[test]
-fn swiglu_matches_the_composition_in_value_and_both_gradients() {
+fn the_shared_swiglu_matches_the_composition_in_value_and_both_gradients() {
     let gate = random(&[3, 5, 7], 31, 4.0);
     let up = random(&[3, 5, 7], 32, 2.0);
     let weights = random(&[3, 5, 7], 33, 1.0);
-    let swiglu = |t: &[Tensor]| super::swiglu::swiglu(&t[0], &t[1]).unwrap();
+    let swiglu = |t: &[Tensor]| gated(&t[0], &t[1], Activation::Silu).unwrap();
     let (fused, fused_grads) = value_and_grads(&[gate.clone(), up.clone()], &weights, swiglu);
     let (composed, composed_grads) = value_and_grads(&[gate.clone(), up.clone()], &weights, |t| {
         (t[0].silu().unwrap() * &t[1]).unwrap()
@@ -356,10 +356,10 @@ fn swiglu_matches_the_composition_in_value_and_both_gradients() {
         assert!(max_difference(f, c) < 1e-5);
     }
     check_finite_differences(&gate, &weights, &fused_grads[0], |t| {
-        super::swiglu::swiglu(t, &up).unwrap()
+        gated(t, &up, Activation::Silu).unwrap()
     });
     check_finite_differences(&up, &weights, &fused_grads[1], |t| {
-        super::swiglu::swiglu(&gate, t).unwrap()
+        gated(&gate, t, Activation::Silu).unwrap()
     });
 }
 
@@ -407,8 +407,4 @@ fn the_composed_fallbacks_agree_with_the_fused_ops() {
         &random(&[10, 32], 47, 1.0),
         |t| to_rows(&t[0], LAYOUT).unwrap(),
     );
-    let pair = [random(&[3, 7], 48, 3.0), random(&[3, 7], 49, 3.0)];
-    check_composed_path(&pair, &random(&[3, 7], 50, 1.0), |t| {
-        super::swiglu::swiglu(&t[0], &t[1]).unwrap()
-    });
 }

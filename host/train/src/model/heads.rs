@@ -14,10 +14,11 @@
 //! the angle of position `t` and frequency `j`, whose cosine and sine are
 //! the tables' `[t, j]`.
 
-use super::fused::{data, for_each_row, fused_path};
+use super::fused::{for_each_row, fused_path};
 use crate::error::{Result, bail};
 use candle_core::{CpuStorage, CustomOp1, CustomOp3, Layout, Shape, Tensor};
-use candle_nn::rotary_emb::rope_slow;
+use verifine_models::ops::contiguous_data;
+use verifine_models::ops::{self, RopeStyle, rope};
 
 /// The sizes that relate the two layouts.
 #[derive(Clone, Copy, Debug)]
@@ -88,7 +89,7 @@ pub(super) fn to_heads(
         let (b, s, h, d) = (layout.batch, layout.seq, layout.heads, layout.dim);
         let heads = x.reshape((b, s, h, d))?.transpose(1, 2)?.contiguous()?;
         let heads = match tables {
-            Some((cos, sin)) => rope_slow(&heads, cos, sin)?,
+            Some((cos, sin)) => rope(&heads, cos, sin, RopeStyle::Halves)?,
             None => heads,
         };
         return Ok(heads.reshape(shape)?);
@@ -144,7 +145,7 @@ struct Move {
 impl Move {
     fn run(&self, x: &[f32], tables: Option<(&[f32], &[f32])>) -> Vec<f32> {
         let (layout, dim) = (self.layout, self.layout.dim);
-        let (half, sign) = (dim / 2, if self.to_heads { 1.0 } else { -1.0 });
+        let half = dim / 2;
         let mut out = vec![0f32; x.len()];
         for_each_row(&mut out, dim, x.len(), |i, o| {
             let (row, t) = layout.source_row(i, self.to_heads);
@@ -153,12 +154,10 @@ impl Move {
                 o.copy_from_slice(source);
                 return;
             };
-            let (c, s) = (&cos[t * half..][..half], &sin[t * half..][..half]);
-            for j in 0..half {
-                let (x1, x2, sj) = (source[j], source[j + half], sign * s[j]);
-                o[j] = x1 * c[j] - x2 * sj;
-                o[j + half] = x2 * c[j] + x1 * sj;
-            }
+            let tables = (&cos[t * half..][..half], &sin[t * half..][..half]);
+            o.copy_from_slice(source);
+            // Back to rows is the backward pass: the inverse rotation.
+            ops::rope::rotate(o, tables, RopeStyle::Halves, !self.to_heads);
         });
         out
     }
@@ -179,7 +178,7 @@ impl CustomOp1 for Move {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let out = self.run(data::<f32>(s, l)?, None);
+        let out = self.run(contiguous_data::<f32>(s, l)?, None);
         Ok((CpuStorage::F32(out), self.shape.clone()))
     }
 
@@ -202,8 +201,11 @@ impl CustomOp3 for Move {
         ss: &CpuStorage,
         sl: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let tables = (data::<f32>(cs, cl)?, data::<f32>(ss, sl)?);
-        let out = self.run(data::<f32>(xs, xl)?, Some(tables));
+        let tables = (
+            contiguous_data::<f32>(cs, cl)?,
+            contiguous_data::<f32>(ss, sl)?,
+        );
+        let out = self.run(contiguous_data::<f32>(xs, xl)?, Some(tables));
         Ok((CpuStorage::F32(out), self.shape.clone()))
     }
 

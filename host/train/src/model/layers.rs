@@ -3,6 +3,7 @@
 use super::{MASKED, ModelConfig};
 use crate::error::{Result, ensure};
 use candle_core::{DType, Device, Tensor};
+use verifine_models::config::inverse_frequencies;
 
 /// `x · wᵀ` for token rows `x` (`[rows, in]`): one 2-D product, so the
 /// weight's gradient is one `[out, in]` product too.
@@ -10,35 +11,16 @@ pub(super) fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     Ok(x.matmul(&w.t()?)?)
 }
 
-/// RMSNorm in f32 whatever the compute dtype (fused on the CPU, with its
-/// backward: see [`super::fused`]).
-pub(super) fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
-    let dtype = x.dtype();
-    let normed =
-        super::rms_norm::rms_norm(&x.to_dtype(DType::F32)?, &weight.to_dtype(DType::F32)?, eps)?;
-    Ok(normed.to_dtype(dtype)?)
-}
-
-/// cos and sin tables `[max_seq_len, head_dim / 2]`, as `rope_slow` takes them.
+/// cos and sin tables `[max_seq_len, head_dim / 2]`, as
+/// [`verifine_models::ops::rope`] takes them.
 pub(super) fn rotary_tables(config: &ModelConfig, device: &Device) -> Result<(Tensor, Tensor)> {
-    let dim = config.head_dim();
-    let inv_freq: Vec<f32> = match config.rope_scaling {
-        None => (0..dim / 2)
-            .map(|i| 1.0 / config.rope_theta.powf(2.0 * i as f64 / dim as f64) as f32)
-            .collect(),
-        Some(scaling) => {
-            verifine_models::config::inverse_frequencies(config.rope_theta, dim, Some(scaling))
-                .into_iter()
-                .map(|f| f as f32)
-                .collect()
-        }
-    };
-    let inv_freq = Tensor::new(inv_freq.as_slice(), device)?;
-    let positions = Tensor::arange(0u32, config.max_seq_len as u32, device)?
-        .to_dtype(DType::F32)?
-        .unsqueeze(1)?;
-    let angles = positions.broadcast_mul(&inv_freq.unsqueeze(0)?)?;
-    Ok((angles.cos()?, angles.sin()?))
+    let (dim, len) = (config.head_dim(), config.max_seq_len);
+    let frequencies = inverse_frequencies(config.rope_theta, dim, config.rope_scaling);
+    let (cos, sin) = verifine_models::ops::rotary_tables(&frequencies, len);
+    Ok((
+        Tensor::from_vec(cos, (len, dim / 2), device)?,
+        Tensor::from_vec(sin, (len, dim / 2), device)?,
+    ))
 }
 
 /// Additive mask `[batch, 1, new, start + new]`: causal, and padding keys

@@ -1,17 +1,27 @@
 //! A Llama/Qwen2-style decoder written for training with candle.
 //!
 //! RMSNorm, rotary position embeddings (rotate-half), grouped-query
-//! attention, a SwiGLU MLP and tied input/output embeddings. The training path
-//! uses only ops with a backward pass: candle's fused softmax, rms-norm and
-//! rope kernels are custom ops without one and silently drop gradients
-//! (candle issue 2168). So softmax, log-softmax + gather and RMSNorm are
-//! fused ops of our own with a backward (`fused.rs`, tested against the
-//! composed maths by value and gradient), and so is rope together with the
-//! move of heads between token rows and attention's layout (`heads.rs`) and the MLP's gating
-//! `silu(gate) · up` (`swiglu.rs`).
+//! attention, a SwiGLU MLP and tied input/output embeddings.
 //!
-//! The layers are in `layers.rs`, fused ops in `fused.rs`; weights on disk in
-//! `weights.rs`.
+//! Two passes compute it:
+//! - **candle's autograd** (`mod.rs`, `block.rs`, `attention.rs`,
+//!   `layers.rs`): every device and dtype, sampling, and the reference the
+//!   other pass is tested against. It uses only ops with a backward pass:
+//!   candle's fused softmax, rms-norm and rope kernels have none and
+//!   silently drop gradients (candle issue 2168). The layer ops (RMSNorm,
+//!   rope, the gated MLP) are `verifine_models::ops`, the same maths the
+//!   local judge runs; softmax and log-softmax + gather are fused here
+//!   (`fused.rs`), and so is rope together with the move of heads between
+//!   token rows and attention's layout (`heads.rs`).
+//! - **the hand-written pass** (`manual/`): the update step on the CPU in
+//!   f32, forward and backward written out over token rows (`kernels.rs`
+//!   splits `verifine_models::ops`' row functions over the pool). It covers
+//!   frozen projections, LoRA adapters and an untied head; `manual::supports`
+//!   says when it runs (not with q/k/v biases, off the CPU, or below f32).
+//!
+//! Frozen projections multiply in `frozen.rs`; weights on disk are in
+//! `weights.rs`. A frozen weight (one that is not a variable) gets no
+//! gradient on either pass, norms included.
 //!
 //! Rollouts call [`Decoder::detached`] first: the copy shares storage with the
 //! variables but records no graph, and [`KvCache`] keeps past keys and values.
@@ -29,9 +39,7 @@ mod kernels;
 mod layers;
 pub(crate) mod manual;
 mod pretrained;
-mod rms_norm;
 mod simd;
-mod swiglu;
 #[cfg(test)]
 mod tests;
 mod weights;
@@ -45,9 +53,10 @@ use block::{Block, Linear};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{Init, VarBuilder, VarMap};
 pub use dtype::ComputeDType;
-use layers::{attention_mask, linear, rms_norm, rotary_tables};
+use layers::{attention_mask, linear, rotary_tables};
 pub use pretrained::{LoraConfig, LoraModule, TrainablePlan};
 use serde::{Deserialize, Serialize};
+use verifine_models::ops::{Activation, gated, rms_norm};
 
 /// The storage order of a projection's weight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -413,11 +422,11 @@ impl Decoder {
             let hn = rms_norm(&x, &block.mlp_norm, self.config.rms_eps)?;
             let gate = block.gate.forward(&hn)?;
             let up = block.up.forward(&hn)?;
-            let mlp = block.down.forward(&swiglu::swiglu(&gate, &up)?)?;
+            let mlp = block.down.forward(&gated(&gate, &up, Activation::Silu)?)?;
             x = (x + mlp)?;
         }
         cache.len += new;
-        rms_norm(&x, &self.final_norm, self.config.rms_eps)
+        Ok(rms_norm(&x, &self.final_norm, self.config.rms_eps)?)
     }
 
     /// Token rows onto the vocabulary.

@@ -12,9 +12,10 @@
 //! pool its parallelism.
 
 use crate::model::MASKED;
-use crate::model::kernels::{axpy, dot, softmax_in_place};
+use crate::model::kernels::{axpy, dot};
 use crate::model::simd::widest;
 use rayon::prelude::*;
+use verifine_models::ops::softmax_in_place;
 
 /// The sizes attention works with.
 #[derive(Clone, Copy, Debug)]

@@ -6,8 +6,11 @@ use super::layer::Sizes;
 use super::{Batch, Held, WeightGrad};
 use crate::error::Result;
 use crate::model::Decoder;
-use crate::model::kernels::{Mat, MatMut, exp, matmul, rms_norm, rms_norm_backward, rows_per_task};
+use crate::model::kernels::{
+    Mat, MatMut, matmul, normalize_rows, normalize_rows_backward, rows_per_task,
+};
 use rayon::prelude::*;
+use verifine_models::ops::exp;
 
 /// What the head's backward pass reads.
 pub(super) struct HeadTape {
@@ -48,7 +51,7 @@ pub(super) fn forward(
     let mut all_normed = Buffer::scratch(rows * hidden);
     let mut inverse_rms = Buffer::scratch(rows);
     let final_norm = Held::of(&decoder.final_norm)?;
-    rms_norm(
+    normalize_rows(
         &input,
         final_norm.slice()?,
         sizes.eps,
@@ -162,13 +165,10 @@ pub(super) fn backward(
     };
     let mut grad_input = Buffer::zeros(rows * hidden);
     let final_norm = Held::of(&decoder.final_norm)?;
-    let norm = rms_norm_backward(
-        &tape.input,
-        final_norm.slice()?,
-        &tape.inverse_rms,
-        &grad_normed,
-        &mut grad_input,
-    );
-    grads.push((decoder.final_norm.clone(), norm));
+    let input = (&*tape.input, final_norm.slice()?, &*tape.inverse_rms);
+    let trains = decoder.final_norm.is_variable();
+    if let Some(norm) = normalize_rows_backward(input, &grad_normed, &mut grad_input, trains) {
+        grads.push((decoder.final_norm.clone(), norm));
+    }
     Ok(grad_input)
 }

@@ -6,7 +6,9 @@ use super::projection::Projection;
 use super::{Held, WeightGrad};
 use crate::error::Result;
 use crate::model::block::Block;
-use crate::model::kernels::{rms_norm, rms_norm_backward, rotate, swiglu, swiglu_backward};
+use crate::model::kernels::{
+    normalize_rows, normalize_rows_backward, rotate_rows, swiglu_rows, swiglu_rows_backward,
+};
 
 /// A block's weights, read in place.
 pub(super) struct BlockWeights<'a> {
@@ -99,7 +101,7 @@ pub(super) fn forward(
     let mut attn_normed = Buffer::scratch(rows * hidden);
     let mut attn_inverse_rms = Buffer::scratch(rows);
     let weight = w.attn_norm.slice()?;
-    rms_norm(
+    normalize_rows(
         &input,
         weight,
         sizes.eps,
@@ -114,8 +116,8 @@ pub(super) fn forward(
     let q_low = w.q.forward(&attn_normed, rows, &mut q, false)?;
     let k_low = w.k.forward(&attn_normed, rows, &mut k, false)?;
     let v_low = w.v.forward(&attn_normed, rows, &mut v, false)?;
-    rotate(&mut q, qw, heads.seq, tables, heads.dim, false);
-    rotate(&mut k, kw, heads.seq, tables, heads.dim, false);
+    rotate_rows(&mut q, qw, heads.seq, tables, heads.dim, false);
+    rotate_rows(&mut k, kw, heads.seq, tables, heads.dim, false);
     let mut probs = Buffer::scratch(heads.probs_len());
     let mut attended = Buffer::scratch(rows * qw);
     attention::forward(heads, (&q, &k, &v), keys, &mut probs, &mut attended);
@@ -125,7 +127,7 @@ pub(super) fn forward(
     let mut mlp_normed = Buffer::scratch(rows * hidden);
     let mut mlp_inverse_rms = Buffer::scratch(rows);
     let weight = w.mlp_norm.slice()?;
-    rms_norm(
+    normalize_rows(
         &middle,
         weight,
         sizes.eps,
@@ -137,7 +139,7 @@ pub(super) fn forward(
     let gate_low = w.gate.forward(&mlp_normed, rows, &mut gate, false)?;
     let up_low = w.up.forward(&mlp_normed, rows, &mut up, false)?;
     let (mut gated, mut sigmoid) = (Buffer::scratch(rows * width), Buffer::scratch(rows * width));
-    swiglu(&gate, &up, &mut gated, &mut sigmoid);
+    swiglu_rows(&gate, &up, &mut gated, &mut sigmoid);
     let mut output = Buffer::copy_of(&middle);
     let down_low = w.down.forward(&gated, rows, &mut output, true)?;
     let tape = LayerTape {
@@ -193,7 +195,12 @@ pub(super) fn backward(
     let (mut grad_gate, mut grad_up) =
         (Buffer::scratch(rows * width), Buffer::scratch(rows * width));
     let (gate, up, sigmoid) = (&tape.gate, &tape.up, &tape.sigmoid);
-    swiglu_backward(gate, up, sigmoid, &grad_gated, &mut grad_gate, &mut grad_up);
+    swiglu_rows_backward(
+        (gate, up, sigmoid),
+        &grad_gated,
+        &mut grad_gate,
+        &mut grad_up,
+    );
     drop((grad_gated, tape.sigmoid, tape.gate, tape.up));
     let mut grad_normed = Buffer::scratch(rows * hidden);
     let normed = &tape.mlp_normed;
@@ -218,8 +225,11 @@ pub(super) fn backward(
     drop((grad_gate, grad_up, tape.mlp_normed));
     let weight = w.mlp_norm.slice()?;
     let inverse = &tape.mlp_inverse_rms;
-    let norm = rms_norm_backward(&tape.middle, weight, inverse, &grad_normed, grad);
-    grads.push((w.block.mlp_norm.clone(), norm));
+    let trains = w.block.mlp_norm.is_variable();
+    let input = (&*tape.middle, weight, &**inverse);
+    if let Some(norm) = normalize_rows_backward(input, &grad_normed, grad, trains) {
+        grads.push((w.block.mlp_norm.clone(), norm));
+    }
     drop(tape.middle);
 
     // Attention: middle = input + o(attended).
@@ -248,15 +258,18 @@ pub(super) fn backward(
         (&mut grad_q, &mut grad_k, &mut grad_v),
     );
     drop((grad_attended, tape.probs, tape.q, tape.k, tape.v));
-    rotate(&mut grad_q, qw, heads.seq, tables, heads.dim, true);
-    rotate(&mut grad_k, kw, heads.seq, tables, heads.dim, true);
+    rotate_rows(&mut grad_q, qw, heads.seq, tables, heads.dim, true);
+    rotate_rows(&mut grad_k, kw, heads.seq, tables, heads.dim, true);
     let normed = &tape.attn_normed;
     w.q.backward(&grad_q, normed, low.q, rows, &mut grad_normed, false, grads)?;
     w.k.backward(&grad_k, normed, low.k, rows, &mut grad_normed, true, grads)?;
     w.v.backward(&grad_v, normed, low.v, rows, &mut grad_normed, true, grads)?;
     let weight = w.attn_norm.slice()?;
     let inverse = &tape.attn_inverse_rms;
-    let norm = rms_norm_backward(&tape.input, weight, inverse, &grad_normed, grad);
-    grads.push((w.block.attn_norm.clone(), norm));
+    let trains = w.block.attn_norm.is_variable();
+    let input = (&*tape.input, weight, &**inverse);
+    if let Some(norm) = normalize_rows_backward(input, &grad_normed, grad, trains) {
+        grads.push((w.block.attn_norm.clone(), norm));
+    }
     Ok(())
 }

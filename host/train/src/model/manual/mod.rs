@@ -26,12 +26,12 @@ mod tests;
 
 use super::Decoder;
 use super::WeightLayout;
-use super::fused::data;
 use crate::error::{Result, TrainError, ensure};
 use attention::Heads;
 use buffers::Buffer;
 use candle_core::{DType, Layout, Storage, Tensor};
 use std::ops::Deref;
+use verifine_models::ops::contiguous_data;
 
 /// A weight and its gradient, `weight`'s shape in row-major order.
 type WeightGrad = (Tensor, Vec<f32>);
@@ -78,7 +78,7 @@ impl<'a> Held<'a> {
 
     fn slice(&self) -> Result<&[f32]> {
         match &**self.storage {
-            Storage::Cpu(storage) => Ok(data::<f32>(storage, &self.layout)?),
+            Storage::Cpu(storage) => Ok(contiguous_data::<f32>(storage, &self.layout)?),
             _ => Err(TrainError::Invalid(
                 "the hand-written training pass runs on the CPU only".into(),
             )),

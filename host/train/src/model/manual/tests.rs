@@ -1,13 +1,14 @@
 //! The hand-written pass against candle's autograd (value and gradient of
 //! every weight) and against finite differences.
 
-use crate::model::kernels::{Mat, MatMut, exp, matmul};
+use crate::model::kernels::{Mat, MatMut, matmul};
 use crate::model::{Decoder, ModelConfig, sorted_vars};
 use crate::sequences::{Backward, Sequence, SequenceBatch, batch, policy_log_probs};
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Tensor};
 use candle_nn::VarMap;
 use verifine_base::SplitMix64;
+use verifine_models::ops::exp;
 
 const VOCAB: usize = 23;
 
@@ -149,6 +150,38 @@ fn frozen_weights_get_no_gradient() {
             grads.get(weight).is_none(),
             "a frozen weight got a gradient"
         );
+    }
+}
+
+#[test]
+fn frozen_norms_get_no_gradient_on_either_pass() {
+    let (model, varmap) = model(ModelConfig::tiny(VOCAB), 8);
+    let mut frozen = model.frozen_copy().unwrap();
+    attach_adapters(&mut frozen, &varmap, 0..2);
+    assert!(super::supports(&frozen));
+    assert_eq!(
+        super::first_trained_block(&frozen),
+        0,
+        "every block is reached"
+    );
+    let blocks = frozen.blocks.iter();
+    let norms: Vec<&Tensor> = blocks
+        .flat_map(|b| [&b.attn_norm, &b.mlp_norm])
+        .chain([&frozen.final_norm])
+        .collect();
+    let adapter = &frozen.blocks[0].q.adapter.as_ref().unwrap().a;
+    for (pass, backward) in [
+        ("by hand", Backward::Fastest),
+        ("autograd", Backward::Autograd),
+    ] {
+        let (_, grads) = loss_and_grads(&frozen, &conversations(), backward);
+        assert!(grads.get(adapter).is_some(), "{pass}: the adapter trains");
+        for (i, norm) in norms.iter().enumerate() {
+            assert!(
+                grads.get(norm).is_none(),
+                "{pass}: frozen norm {i} got a gradient"
+            );
+        }
     }
 }
 
