@@ -1,13 +1,15 @@
 //! Builds the plugins the tests load: hostile ones for the sandbox tests,
-//! the README's example plugin, and native (host-target) builds of the
+//! the book's example plugins, and native (host-target) builds of the
 //! plugins the native fast-path tests load.
 
 use std::path::PathBuf;
 
 /// Built beside the hostile plugins (every crate under tests/plugins/, discovered).
 const EXAMPLES: &[&str] = &[
-    // The README's example plugin, built the way an author builds it.
+    // An example plugin with a config table, built the way an author builds it.
     "concise",
+    // The book's rubric (examples/book-rubric, docs/src/plugins/writing.md).
+    "final-answer",
     // The hot-swap walkthrough's loophole rubric.
     "answer-mentioned",
 ];
@@ -26,6 +28,7 @@ fn main() {
         workspace.join("wit"),
         workspace.join("examples").join("concise-rubric"),
         workspace.join("examples").join("loophole-rubric"),
+        workspace.join("examples").join("book-rubric"),
     ]);
     // Copies in OUT_DIR: a later build into the shared target directory (an
     // agent's revision of the same package, say) must not change what the

@@ -1,4 +1,5 @@
-//! The plugin author's workflow, as the README walks through it: scaffold,
+//! The plugin author's workflow, as the book walks through it
+//! (docs/src/plugins/writing.md): scaffold,
 //! build, snapshot-test, diff against another revision, hand to a run.
 
 use verifine::commands::author::{self, report_cases};

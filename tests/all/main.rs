@@ -5,6 +5,7 @@
 //! stay what the reviewed files in `tests/snapshots/` are called.
 
 mod author_workflow;
+mod book;
 mod cli_contract;
 mod contract_versions;
 mod fuzz_inputs;

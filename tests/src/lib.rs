@@ -103,7 +103,7 @@ pub const LEGACY_CONTRACT_0_2: &str = env!("LEGACY_CONTRACT_0_2");
 /// it was sent (`tests/plugins/reads-echo`).
 pub const READS_ECHO: &str = env!("READS_ECHO");
 
-/// The README's example plugin (examples/concise-rubric), built for wasm32-wasip2.
+/// An example plugin with a config table (examples/concise-rubric), built for wasm32-wasip2.
 pub const EXAMPLE_CONCISE: &str = env!("CONCISE");
 
 /// The hot-swap walkthrough's loophole rubric (`examples/loophole-rubric`).

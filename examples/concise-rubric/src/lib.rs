@@ -1,4 +1,5 @@
-//! An example rubric plugin, the one the README walks through: rewards
+//! An example rubric plugin with a config table (the book's own rubric,
+//! `examples/book-rubric`, has none; docs/src/plugins/writing.md): rewards
 //! responses that mark a final answer and stay under a word budget.
 
 use serde::Deserialize;
