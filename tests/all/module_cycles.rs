@@ -4,8 +4,6 @@
 //! other (a parent re-exports, a child uses its parent's types); siblings
 //! may not, so every directory of modules reads bottom-up.
 //!
-//! Some circles remain (`NOT_YET_UNTANGLED`); they may only shrink.
-//!
 //! The check reads the sources as text: it follows `mod` declarations
 //! (with `#[path]`) from `lib.rs` to map files to module paths, drops
 //! comments, and resolves every `crate::a::b` and `super::…` path to the
@@ -233,88 +231,18 @@ fn crate_circles(crate_dir: &str) -> Vec<Circle> {
     found
 }
 
-/// The circles not untangled yet (issue 42, item 4): each must shrink or
-/// go, none may grow, and no new one may form. Remove an entry once its
-/// circle is gone (the test says so).
-const NOT_YET_UNTANGLED: &[(&str, &str, &[&str])] = &[
-    (
-        "host/train",
-        "",
-        &[
-            "config",
-            "conversation",
-            "dataset",
-            "error",
-            "grpo",
-            "hooks",
-            "model",
-            "optim",
-            "prompt_pool",
-            "rollout",
-            "sequences",
-            "sft_data",
-            "sft_targets",
-            "symbolic",
-            "task",
-            "tokenizer",
-        ],
-    ),
-    (
-        "host/evolve",
-        "",
-        &[
-            "config",
-            "judge_loop",
-            "kept",
-            "membership",
-            "plot",
-            "reading",
-            "report",
-            "round",
-            "run",
-            "seeds",
-            "select",
-        ],
-    ),
-];
-
 #[test]
 fn no_module_reaches_a_sibling_that_reaches_it_back() {
-    let known: Vec<Circle> = NOT_YET_UNTANGLED
-        .iter()
-        .map(|(crate_dir, parent, members)| Circle {
-            crate_dir: crate_dir.to_string(),
-            parent: parent.to_string(),
-            members: members.iter().map(|m| m.to_string()).collect(),
-        })
+    let crates = std::fs::read_dir(repo_root().join("host"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|dir| dir.join("src/lib.rs").is_file())
+        .map(|dir| format!("host/{}", dir.file_name().unwrap().to_str().unwrap()));
+    let found: Vec<String> = crates
+        .flat_map(|crate_dir| crate_circles(&crate_dir))
+        .map(|circle| format!("an import circle: {circle}"))
         .collect();
-    let within = |circle: &Circle, known: &Circle| {
-        circle.crate_dir == known.crate_dir
-            && circle.parent == known.parent
-            && circle.members.is_subset(&known.members)
-    };
-    let mut found = Vec::new();
-    for crate_dir in ["host/runtime", "host/train", "host/evolve", "host/confined"] {
-        found.extend(crate_circles(crate_dir));
-    }
-    let mut problems = Vec::new();
-    for circle in &found {
-        if !known.iter().any(|k| within(circle, k)) {
-            problems.push(format!("a new or larger import circle: {circle}"));
-        }
-    }
-    for known in &known {
-        match found.iter().find(|circle| within(circle, known)) {
-            None => problems.push(format!(
-                "untangled, remove it from NOT_YET_UNTANGLED: {known}"
-            )),
-            Some(circle) if circle.members != known.members => problems.push(format!(
-                "smaller now, write the smaller circle in NOT_YET_UNTANGLED: {circle} (was {known})"
-            )),
-            Some(_) => {}
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 #[test]

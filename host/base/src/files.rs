@@ -52,6 +52,22 @@ pub const MAX_ROW_BYTES: usize = 16 << 20;
 /// than [`MAX_ROW_BYTES`], is an error naming `file:line`.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FileError> {
     let file = std::fs::File::open(path).map_err(|e| FileError::io("opening", path, e))?;
+    rows(file, path)
+}
+
+/// [`read_jsonl`] for a log that grows as a run goes: before its first row
+/// is written the file does not exist, and that means no rows. Any other
+/// failure to open it is still an error.
+pub fn read_jsonl_if_exists<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, FileError> {
+    match std::fs::File::open(path) {
+        Ok(file) => rows(file, path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(FileError::io("opening", path, e)),
+    }
+}
+
+/// The rows of an opened JSONL file.
+fn rows<T: DeserializeOwned>(file: std::fs::File, path: &Path) -> Result<Vec<T>, FileError> {
     JsonlLines::new(BufReader::new(file), path)
         .map(|line| {
             let (line_no, text) = line?;
@@ -291,6 +307,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("rows.jsonl:3:"), "{err}");
+    }
+
+    #[test]
+    fn a_log_not_written_yet_has_no_rows() {
+        let dir = verifine_test_support::scratch_dir("not-yet");
+        let path = dir.join("log.jsonl");
+        assert!(
+            read_jsonl_if_exists::<serde_json::Value>(&path)
+                .unwrap()
+                .is_empty()
+        );
+        std::fs::write(&path, "{\"a\":1}\n").unwrap();
+        assert_eq!(
+            read_jsonl_if_exists::<serde_json::Value>(&path)
+                .unwrap()
+                .len(),
+            1
+        );
+        let err =
+            read_jsonl_if_exists::<serde_json::Value>(&dir.join("log.jsonl/below")).unwrap_err();
+        assert!(matches!(err, FileError::Io { .. }), "{err}");
     }
 
     #[test]

@@ -19,7 +19,9 @@ pub mod text;
 mod user_dirs;
 mod write_behind;
 
-pub use files::{FileError, read_jsonl, temporary_sibling, write_atomically, write_jsonl};
+pub use files::{
+    FileError, read_jsonl, read_jsonl_if_exists, temporary_sibling, write_atomically, write_jsonl,
+};
 pub use plugin::{NATIVE_PREFIX, PluginSetting, PluginSpec, Provenance, sha256_hex};
 pub use rng::{SplitMix64, os_random_u64};
 pub use seen_ids::{IdHasher, Repeat, SeenIds};

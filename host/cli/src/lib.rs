@@ -14,6 +14,7 @@
 pub mod commands;
 #[cfg(feature = "train")]
 pub mod run;
+pub mod sandbox;
 
 /// What `verifine --version` prints: the tool's version, the plugin
 /// contract it implements, and the contract versions whose components it

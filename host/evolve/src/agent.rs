@@ -259,13 +259,9 @@ mod tests {
 
     #[test]
     fn a_lenient_dimension_gets_its_next_check_and_nothing_is_proposed_twice() {
-        let live = JudgeRevision {
-            number: 0,
-            rules: json!({"grounded": {"has-steps": 1.0}, "valid": {"steps-compute": 1.0}}),
-            origin: "initial".into(),
-            code: None,
-            verifier: None,
-        };
+        let live = JudgeRevision::initial(
+            json!({"grounded": {"has-steps": 1.0}, "valid": {"steps-compute": 1.0}}),
+        );
         let cases = vec![disputed(1.0, 0.0)];
         let mut agent = RuleSearchAgent;
         let mut tried = Vec::new();
@@ -299,13 +295,7 @@ mod tests {
 
     #[test]
     fn with_no_disagreement_there_is_nothing_to_propose() {
-        let live = JudgeRevision {
-            number: 0,
-            rules: json!({}),
-            origin: "initial".into(),
-            code: None,
-            verifier: None,
-        };
+        let live = JudgeRevision::initial(json!({}));
         let cases = vec![disputed(0.5, 0.5)];
         let request = RevisionRequest {
             live: &live,

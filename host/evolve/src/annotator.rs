@@ -130,11 +130,6 @@ impl Annotator {
         }
     }
 
-    /// Its name, recorded on every label.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// The generator's state, so a resumed loop labels as an uninterrupted one.
     pub fn state(&self) -> u64 {
         self.rng.state()

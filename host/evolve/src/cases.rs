@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use verifine_train::task::Problem;
+use verifine_train::problem::Problem;
 
 /// Scores per judged dimension (`grounded`, `valid`, `complete` for the
 /// default task), each in [0, 1]. The dimensions are the judge's; they stay
@@ -56,7 +56,7 @@ pub fn scenario(problem: &Problem) -> String {
     format!("{form}-{steps}")
 }
 
-pub use verifine_train::task::{Step, steps};
+pub use verifine_train::task::steps;
 
 /// The number after the last `####`, when there is one.
 pub fn final_answer(text: &str) -> Option<i64> {
@@ -67,7 +67,7 @@ pub fn final_answer(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use verifine_train::task::{TaskConfig, generate};
+    use verifine_train::task::{Step, TaskConfig, generate};
 
     #[test]
     fn gold_solutions_parse_into_computing_steps() {

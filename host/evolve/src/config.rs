@@ -8,7 +8,6 @@ use crate::annotator::AnnotatorConfig;
 use crate::calibration::CalibrationConfig;
 use crate::command_agent::AgentConfig;
 use crate::error::{EvolveError, Result};
-use crate::membership::MembershipConfig;
 use crate::queries::QueryConfig;
 use crate::verifier::RetrainConfig;
 use serde::{Deserialize, Serialize};
@@ -50,6 +49,26 @@ pub enum Labeller {
     /// A person: the loop exports the queue and stops until
     /// `verifine labels import` and `verifine evolve --resume`.
     Human,
+}
+
+/// `[membership]`: how the judge decides what an SFT round trains on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MembershipConfig {
+    /// A candidate is kept when the live judge's total is at least this.
+    pub min_score: f64,
+    /// Whether the newest policy's sampled answers to the pool problems
+    /// (`pool_samples` each) are candidates besides the pool's targets.
+    pub policy_answers: bool,
+}
+
+impl Default for MembershipConfig {
+    fn default() -> Self {
+        MembershipConfig {
+            min_score: 0.9,
+            policy_answers: true,
+        }
+    }
 }
 
 /// The loop's schedule and sizes.
@@ -130,8 +149,8 @@ pub struct EvolveConfig {
     /// verifier is asked about, for `healthbench` (`{"rubrics": [{"criterion":
     /// …, "points": 1}]}`). None: no context.
     pub judge_context: Option<serde_json::Value>,
-    /// Judge revisions retrain the judge's model instead of proposing rules
-    /// (see [`crate::verifier`]); needs `judges`, and no `[agent] command`.
+    /// Judge revisions retrain the judge's model on the labels instead of
+    /// proposing rules; needs `judges`, and no `[agent] command`.
     pub verifier: Option<RetrainConfig>,
     /// Sandbox limits of every plugin the loop loads.
     pub limits: Limits,
@@ -265,5 +284,26 @@ impl EvolveConfig {
     pub fn to_toml(&self) -> Result<String> {
         toml::to_string(self)
             .map_err(|e| EvolveError::Invalid(format!("writing the evolve config: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verifier_that_cannot_retrain_is_refused() {
+        let parse = |extra: &str| EvolveConfig::parse(&format!("{extra}\n[verifier]\nsteps = 5\n"));
+        let err = parse("").unwrap_err();
+        assert!(err.to_string().contains("judges = FILE"), "{err}");
+        let err = parse("judges = \"j.toml\"\n[agent]\ncommand = [\"agent.sh\"]").unwrap_err();
+        assert!(err.to_string().contains("choose one"), "{err}");
+        let err = EvolveConfig::parse("judges = \"j.toml\"\n[verifier]\nheldout_share = 0.0\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("heldout_share"), "{err}");
+        let err =
+            EvolveConfig::parse("judges = \"j.toml\"\n[verifier]\nmet_at = 0.0\n").unwrap_err();
+        assert!(err.to_string().contains("met_at"), "{err}");
+        assert!(EvolveConfig::parse("judges = \"j.toml\"\n[verifier]\nsteps = 5\n").is_ok());
     }
 }

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use verifine_base::SplitMix64;
 use verifine_runtime::{Candidate, Context, DimensionHistory, Plugin, Selection};
-use verifine_train::task::{Problem, TaskConfig, generate, with_slip};
+use verifine_train::problem::Problem;
+use verifine_train::task::{TaskConfig, generate, with_slip};
 
 /// How a pool target is unreliable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -269,6 +270,9 @@ pub(crate) fn sampling_weights(decisions: &[PoolDecision], round: u32) -> Vec<f6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use verifine_runtime::{Limits, PluginKind, Runtime};
+    use verifine_train::task::Step;
 
     #[test]
     fn a_curriculum_that_keeps_nothing_samples_the_pool_evenly() {
@@ -284,7 +288,6 @@ mod tests {
         let none = [decision(0.0), decision(0.0)];
         assert_eq!(sampling_weights(&none, 1), [1.0, 1.0]);
     }
-    use crate::cases::Step;
 
     #[test]
     fn misread_targets_compute_but_answer_another_problem() {
@@ -315,5 +318,96 @@ mod tests {
                 .filter(|i| i.noise.is_none())
                 .all(|i| i.target == i.problem.solution)
         );
+    }
+
+    fn loose() -> JudgeRevision {
+        JudgeRevision::initial(json!({
+            "grounded": {"has-steps": 1.0},
+            "valid": {"steps-compute": 1.0},
+            "complete": {"final-marked": 1.0, "final-follows": 1.0},
+            "gate": "final-marked"
+        }))
+    }
+
+    fn strict() -> JudgeRevision {
+        let mut rules = loose().rules;
+        rules["grounded"] =
+            json!({"has-steps": 1.0, "numbers-appear": 1.0, "operands-in-order": 1.0});
+        JudgeRevision {
+            number: 1,
+            rules,
+            origin: "test".into(),
+            code: None,
+            verifier: None,
+        }
+    }
+
+    #[test]
+    fn after_a_judge_update_the_pool_drops_misread_targets_and_recovers_them_when_it_loosens() {
+        let runtime = Runtime::new(Limits::default()).unwrap();
+        let curriculum = runtime
+            .load_kind("weakness-curriculum", PluginKind::Curriculum)
+            .unwrap();
+        let judge_dir = std::env::temp_dir().join("verifine-loop-parts-judge");
+        let judge = Judge::load(runtime, &"worked-steps".into(), 1, &judge_dir).unwrap();
+        let config = json!({"min_reference_score": 0.99});
+        let items = pool(5, 60, 0.5, &TaskConfig::default(), &[]);
+        let answers: Vec<Vec<String>> = items
+            .iter()
+            .map(|i| vec![i.problem.solution.clone()])
+            .collect();
+        let decide = |revision: &JudgeRevision, previous: &[PoolDecision]| {
+            let previous = previous.iter().map(|d| (d.id.clone(), d.clone())).collect();
+            assess(
+                &judge,
+                revision,
+                &items,
+                &answers,
+                &curriculum,
+                &config,
+                1,
+                &previous,
+            )
+            .unwrap()
+        };
+        let first = decide(&loose(), &[]);
+        let misread: Vec<usize> = (0..items.len())
+            .filter(|&i| items[i].noise == Some(TargetNoise::Misread))
+            .collect();
+        let slipped: Vec<usize> = (0..items.len())
+            .filter(|&i| items[i].noise == Some(TargetNoise::Slip))
+            .collect();
+        assert!(!misread.is_empty() && !slipped.is_empty());
+        // The loose judge misses misread operands but sees slips.
+        assert!(misread.iter().all(|&i| first[i].weight > 0.0));
+        assert!(slipped.iter().all(|&i| first[i].weight == 0.0));
+        assert!(first.iter().all(|d| d.change.is_none()));
+
+        let updated = decide(&strict(), &first);
+        for &i in &misread {
+            assert_eq!(updated[i].weight, 0.0, "{}", items[i].target);
+            assert!(
+                updated[i].change.as_deref().unwrap().starts_with("dropped"),
+                "{:?}",
+                updated[i]
+            );
+        }
+        let clean = (0..items.len())
+            .find(|&i| items[i].noise.is_none())
+            .unwrap();
+        assert!(updated[clean].weight > 0.0 && updated[clean].change.is_none());
+
+        let loosened = decide(&loose(), &updated);
+        for &i in &misread {
+            assert!(
+                loosened[i]
+                    .change
+                    .as_deref()
+                    .unwrap()
+                    .starts_with("recovered"),
+                "{:?}",
+                loosened[i]
+            );
+        }
     }
 }

@@ -13,6 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use verifine_base::{read_jsonl, write_jsonl};
 
+/// The simulated annotator's name on its labels.
+pub(crate) const SIMULATED: &str = "annotator";
+/// The name `verifine labels import` gives a person's labels by default.
+pub const HUMAN: &str = "human";
+
 /// How a label came about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

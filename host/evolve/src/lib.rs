@@ -7,36 +7,42 @@
 //! judge is least sure of, and lets a revision agent propose new rules that
 //! are accepted only when agreement with the labels rises without
 //! regressions. Training's code runs the rounds; this crate owns the loops.
+//!
+//! Bottom-up, each part using only those before it or beside it: the
+//! judged unit (`cases`) and the judge (`judge`, with code revisions),
+//! [`labels`] and the simulated annotator, the loop's parts (queries,
+//! failures, curriculum, the round's reward hook), revision agents and
+//! calibration, the label [`queue`], [`config`], the results as data
+//! ([`summary`]) with their plots and reading, the run and its tasks
+//! (`run`), and [`seeds`] on top.
 
 #![warn(missing_docs)]
 
-pub mod agent;
-pub mod annotator;
-pub mod calibration;
-pub mod cases;
-pub mod command_agent;
+mod agent;
+mod annotator;
+mod calibration;
+mod cases;
+mod command_agent;
 pub mod config;
-pub mod curriculum;
-pub mod error;
-pub mod failures;
-pub mod judge;
-pub mod judge_loop;
-pub mod kept;
+mod curriculum;
+mod error;
+mod failures;
+mod judge;
 pub mod labels;
-pub mod membership;
-pub mod plot;
-pub mod queries;
+mod plot;
+mod queries;
 pub mod queue;
 mod reading;
-pub mod report;
-pub mod reward;
-pub mod round;
-pub mod run;
+mod reward;
+mod run;
 pub mod seeds;
-pub mod select;
-pub mod verifier;
+pub mod summary;
+#[cfg(test)]
+mod testing;
+mod verifier;
 
+pub use cases::Case;
 pub use config::EvolveConfig;
 pub use error::{EvolveError, Result};
-pub use report::EvolveSummary;
-pub use run::{EvolveProgress, open, resume, start};
+pub use run::{Evolve, EvolveProgress, open, resume, start};
+pub use summary::EvolveSummary;

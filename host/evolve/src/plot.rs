@@ -1,10 +1,10 @@
 //! `plot.png`: RB and accuracy per row with their intervals (top), and the
 //! judge's agreement with the frozen test labels per revision (bottom);
-//! `seeds.png`: RB per row across seeds.
+//! `seeds.png`: RB per row across seeds; `selection.png`: each selector's
+//! pick against the budget.
 
 use crate::error::{EvolveError, Result};
-use crate::report::EvolveSummary;
-use crate::seeds::SeedReport;
+use crate::summary::{EvolveSummary, SeedReport, Selection};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -196,7 +196,7 @@ fn plot_error(e: impl std::fmt::Display) -> EvolveError {
 
 /// `selection.png`: the annotator's mean score of each selector's pick
 /// against the budget.
-pub fn draw_selection(selection: &crate::select::Selection, path: &Path) -> Result<()> {
+pub fn draw_selection(selection: &Selection, path: &Path) -> Result<()> {
     let font = bundled_font();
     render(path, (900, 420), |root| {
         let n = selection.candidates.max(1) as f64;

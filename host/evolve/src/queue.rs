@@ -14,11 +14,10 @@ use crate::error::{EvolveError, Result};
 use crate::labels::{
     Clarification, ImportSummary, JudgeView, Label, LabelStore, QueueItem, Recorded, label_of,
 };
-use crate::round::read_optional;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
-use verifine_base::{FileError, write_jsonl};
+use verifine_base::{FileError, read_jsonl_if_exists, write_jsonl};
 
 /// The largest filled-in queue file import reads: far above any real
 /// queue (a few hundred cases), far below what would exhaust memory.
@@ -36,7 +35,7 @@ fn asked(dir: &Path) -> Result<Vec<QueueItem>> {
         if !path.exists() {
             break;
         }
-        out.extend(read_optional::<QueueItem>(&path)?);
+        out.extend(read_jsonl_if_exists::<QueueItem>(&path)?);
     }
     Ok(out)
 }
@@ -73,7 +72,7 @@ pub fn import(dir: &Path, file: &Path, annotator: &str) -> Result<ImportSummary>
     // between the two writes adds nothing twice. The labels are the commit.
     if !clarifications.is_empty() {
         let path = judge.join("clarifications.jsonl");
-        let mut all: Vec<Clarification> = read_optional(&path)?;
+        let mut all: Vec<Clarification> = read_jsonl_if_exists(&path)?;
         for clarification in clarifications {
             if !all.contains(&clarification) {
                 all.push(clarification);
@@ -90,7 +89,7 @@ pub fn import(dir: &Path, file: &Path, annotator: &str) -> Result<ImportSummary>
 /// by `annotator` (a revision when `store` already holds one of that case),
 /// checking every row against `asked`, the run's own record of its queries.
 /// Returns the labels, the clarifications and a summary; writes nothing.
-pub fn read_filled_queue(
+fn read_filled_queue(
     path: &Path,
     asked: &[QueueItem],
     annotator: &str,

@@ -1,6 +1,6 @@
 //! The report's reading: the figures against the loop's aims, in words.
 
-use crate::report::{EvolveSummary, Row};
+use crate::summary::{EvolveSummary, Row};
 use std::fmt::Write as _;
 
 /// What the figures show against the loop's aims, in words: whether RB
@@ -88,7 +88,7 @@ pub(crate) fn reading(summary: &EvolveSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::JudgeRow;
+    use crate::summary::JudgeRow;
 
     fn row(name: &str, rb: f64, half_width: f64) -> Row {
         Row {

@@ -132,3 +132,69 @@ impl StepHook for RoundReward {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use verifine_runtime::scoring::RewardPlugins;
+    use verifine_runtime::{Limits, PluginKind, Runtime};
+    use verifine_train::hooks::Monitor;
+
+    #[test]
+    fn the_trigger_fires_on_a_plateau_and_holds_while_the_evaluator_rises() {
+        let runtime = Runtime::new(Limits::default()).unwrap();
+        let trigger = runtime
+            .load_kind("plateau-trigger", PluginKind::Trigger)
+            .unwrap();
+        let judge =
+            RewardPlugins::load(&runtime, "worked-steps", &json!({}), None, &json!({})).unwrap();
+        let run = |accuracies: &[f64]| {
+            let log = MonitorLog::default();
+            let reward = FixedReward::new(&judge, None).unwrap();
+            let mut hook = RoundReward::new(
+                reward,
+                &trigger,
+                &json!({"every": 10, "window": 4, "threshold": 0.5}),
+                1,
+                log.clone(),
+            );
+            for (i, &a) in accuracies.iter().enumerate() {
+                let monitor = Monitor {
+                    heldout_accuracy: a,
+                    heldout_score: a,
+                    mean_reward: a,
+                };
+                let step = (i + 1) * 10;
+                hook.at_boundary(StepBoundary {
+                    step,
+                    grpo_steps: step,
+                    total_steps: 100,
+                    monitor: Some(monitor),
+                    phase_seconds: Default::default(),
+                })
+                .unwrap();
+                // A boundary without a reading records nothing.
+                hook.at_boundary(StepBoundary {
+                    step: step + 1,
+                    grpo_steps: step + 1,
+                    total_steps: 100,
+                    monitor: None,
+                    phase_seconds: Default::default(),
+                })
+                .unwrap();
+            }
+            log.borrow().clone()
+        };
+        let flat = run(&[0.4, 0.4, 0.41, 0.4, 0.4]);
+        assert_eq!(flat.len(), 5);
+        assert!(flat[..4].iter().all(|r| !r.fired));
+        assert!(flat[4].fired, "{}", flat[4].reason);
+        assert_eq!(
+            flat[4].evaluator_score, 40.0,
+            "accuracy is passed in percent"
+        );
+        let rising = run(&[0.2, 0.3, 0.4, 0.5, 0.6]);
+        assert!(rising.iter().all(|r| !r.fired), "{:?}", rising.last());
+    }
+}

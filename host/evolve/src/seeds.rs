@@ -11,9 +11,8 @@
 
 use crate::config::EvolveConfig;
 use crate::error::{EvolveError, Result};
-use crate::report::EvolveSummary;
 use crate::run::EvolveProgress;
-use serde::Serialize;
+use crate::summary::{Check, EvolveSummary, PairedDifference, RowAcrossSeeds, SeedReport};
 use std::fmt::Write as _;
 use std::path::Path;
 use verifine_base::write_atomically;
@@ -36,7 +35,7 @@ pub fn run(
         let seed_dir = dir.join(format!("seed-{seed}"));
         let summary = if seed_dir.join("summary.json").exists() {
             announce(seed, SeedStart::Finished);
-            crate::report::read(&seed_dir)?
+            crate::summary::read(&seed_dir)?
         } else if seed_dir.join("state.json").exists() {
             announce(seed, SeedStart::Resumed);
             crate::run::resume(&seed_dir, progress())?
@@ -65,68 +64,11 @@ pub enum SeedStart {
 }
 
 /// A finished run of one seed.
-pub struct SeedRun {
+struct SeedRun {
     /// The loop seed it ran with.
-    pub seed: u64,
+    seed: u64,
     /// Its `summary.json`.
-    pub summary: EvolveSummary,
-}
-
-/// A row of the table across seeds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RowAcrossSeeds {
-    /// `base`, `random-initial`, `guided-initial`, `R1` …
-    pub name: String,
-    /// Mean RB over the seeds.
-    pub rb_mean: f64,
-    /// 95% Student-t interval of that mean across seeds (a point for one seed).
-    pub rb_interval: [f64; 2],
-    /// Each seed's RB, in the order of [`SeedReport::seeds`].
-    pub rb_per_seed: Vec<f64>,
-}
-
-/// One row minus another, per seed, with the mean difference's interval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairedDifference {
-    /// `R3 − base` …
-    pub name: String,
-    /// Mean of the per-seed differences.
-    pub mean: f64,
-    /// Its 95% Student-t interval.
-    pub interval: [f64; 2],
-    /// Each seed's difference.
-    pub per_seed: Vec<f64>,
-}
-
-/// One of the checks the table is read by.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
-    /// What must hold.
-    pub claim: String,
-    /// Whether it holds.
-    pub holds: bool,
-    /// The numbers that decide it.
-    pub detail: String,
-}
-
-/// `seeds.json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SeedReport {
-    /// The seeds, in run order.
-    pub seeds: Vec<u64>,
-    /// The table's rows.
-    pub rows: Vec<RowAcrossSeeds>,
-    /// Per seed, the judge's frozen-test Pearson per revision (oldest first).
-    pub judge_pearson: Vec<Vec<f64>>,
-    /// The last round against each earlier row, seed by seed: a difference
-    /// within a seed cancels what the seed moves for every row (the base
-    /// alone spans 20 points across seeds).
-    pub paired: Vec<PairedDifference>,
-    /// The checks.
-    pub checks: Vec<Check>,
-    /// Per seed, the row whose policy the loop delivered (empty unless
-    /// every seed's run kept one: `round_start = "kept"`).
-    pub kept: Vec<String>,
+    summary: EvolveSummary,
 }
 
 /// The row across seeds of the policies the loop delivered.
@@ -136,7 +78,7 @@ const KEPT_ROW: &str = "kept";
 const LAST_ROUND_SLACK: f64 = 0.03;
 
 /// The report across `runs`; every run must have the same rows.
-pub fn across(runs: &[SeedRun]) -> Result<SeedReport> {
+fn across(runs: &[SeedRun]) -> Result<SeedReport> {
     let first = runs
         .first()
         .ok_or_else(|| EvolveError::Invalid("a report across seeds needs a run".into()))?;
@@ -355,7 +297,7 @@ fn list(values: &[f64]) -> String {
 
 /// Writes `seeds.json`, `seeds.md` and `seeds.png` into `dir` (each through
 /// a temporary file and a rename).
-pub fn write(report: &SeedReport, dir: &Path) -> Result<()> {
+fn write(report: &SeedReport, dir: &Path) -> Result<()> {
     let json =
         serde_json::to_string_pretty(report).map_err(|e| EvolveError::Invalid(e.to_string()))?;
     write_atomically(&dir.join("seeds.json"), |w| w.write_all(json.as_bytes()))?;

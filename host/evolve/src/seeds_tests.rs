@@ -2,7 +2,7 @@
 //! of different configs.
 
 use super::*;
-use crate::report::{JudgeRow, Row};
+use crate::summary::{JudgeRow, Row};
 
 /// A summary whose rows have these RB values and whose judge these Pearsons.
 fn summary(rows: &[(&str, f64)], pearson: &[f64]) -> EvolveSummary {

@@ -285,3 +285,7 @@ impl RevisionAgent for VerifierAgent<'_> {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "verifier_tests.rs"]
+mod tests;

@@ -386,7 +386,3 @@ async fn not_found(request: Request) -> Refusal {
         ),
     )
 }
-
-#[cfg(test)]
-#[path = "http_tests.rs"]
-mod tests;

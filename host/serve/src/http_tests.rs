@@ -3,10 +3,17 @@
 //! socket. `tests/all/serve.rs` keeps what needs one (slow clients, connection
 //! caps, hot-swap while serving).
 
-use super::*;
+use super::{ServeOptions, Server};
+use crate::http::*;
+use crate::limits::RequestLimits;
 use crate::live::SwapOptions;
-use crate::server::{ServeOptions, Server};
+use crate::protocol::FailurePolicy;
+use axum::body::Body;
 use axum::body::to_bytes;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt as _;
 use verifine_runtime::{Limits, PluginSetting, Runtime};

@@ -264,3 +264,9 @@ fn check_limits(options: &ServeOptions) -> Result<()> {
     }
     Ok(())
 }
+
+// The router in process: it needs a bound server's app, so the tests
+// live under the server, which sits above the router.
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod http_tests;

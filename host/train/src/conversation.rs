@@ -9,9 +9,10 @@
 
 use super::config::SelfVerification;
 use super::model::Decoder;
+use super::problem::Problem;
 use super::rollout::{Completion, GenerateOptions, Sampling, generate};
 use super::sequences::Sequence;
-use super::task::{Problem, with_slip};
+use super::task::with_slip;
 use super::tokenizer::ChatTokenizer;
 use crate::error::{Result, ensure};
 use candle_core::Device;

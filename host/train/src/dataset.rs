@@ -4,7 +4,7 @@
 //! held-out problem is never trained on.
 
 use crate::error::{Result, TrainError};
-use crate::task::Problem;
+use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use verifine_base::SplitMix64;

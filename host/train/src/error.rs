@@ -1,11 +1,22 @@
 //! Why training stopped. Errors name the file, the step or the hook they are
 //! about; a hook's own error (the host's) is carried as it is.
 
-use crate::config::InvalidConfig;
-use crate::hooks::HookError;
+use crate::symbolic::SymbolicError;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 use verifine_base::FileError;
+
+/// A setting that would fail later, or silently mean nothing
+/// ([`crate::config::TrainConfig::validate`]). Here, below the config, so
+/// that [`TrainError`] carries it without reaching up into the modules the
+/// config names.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("{0}")]
+pub struct InvalidConfig(pub String);
+
+/// An error a host's hook reports; training adds where it happened
+/// ([`TrainError::Hook`]). Hosts see it as `hooks::HookError`.
+pub type HookError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Training's errors.
 #[derive(Debug, Error)]
@@ -40,7 +51,7 @@ pub enum TrainError {
     },
     /// A GSM-Symbolic template could not be read or drawn from.
     #[error(transparent)]
-    Symbolic(#[from] crate::symbolic::SymbolicError),
+    Symbolic(#[from] SymbolicError),
     /// The host's hook failed (reward, step boundary, curriculum).
     #[error("{context}: {error}")]
     Hook {
@@ -88,3 +99,19 @@ macro_rules! bail {
 }
 
 pub(crate) use {bail, ensure};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_error_keeps_naming_its_file() {
+        let symbolic = SymbolicError::Template {
+            template: "0000.toml".into(),
+            line: Some(3),
+            message: "unknown function".into(),
+        };
+        let train = TrainError::from(symbolic);
+        assert_eq!(train.to_string(), "0000.toml:3: unknown function");
+    }
+}

@@ -7,11 +7,9 @@
 use std::collections::BTreeMap;
 use verifine_base::Provenance;
 
+pub use crate::error::HookError;
 pub use crate::prompt_pool::PromptPool;
 pub use crate::sft_targets::SftTargets;
-
-/// An error a host's hook reports; training adds where it happened.
-pub type HookError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A final answer to judge: the policy's response to a problem, with the
 /// problem's worked solution as the reference.

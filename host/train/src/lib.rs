@@ -21,6 +21,7 @@ pub mod model;
 pub mod optim;
 pub mod plot;
 pub mod policy;
+pub mod problem;
 pub mod prompt_pool;
 pub mod rollout;
 pub mod run;

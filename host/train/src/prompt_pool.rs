@@ -6,7 +6,7 @@
 
 use crate::conversation::unit;
 use crate::error::{Result, ensure};
-use crate::task::Problem;
+use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use verifine_base::SplitMix64;

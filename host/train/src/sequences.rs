@@ -240,6 +240,10 @@ pub fn sft_loss(
 }
 
 #[cfg(test)]
+#[path = "sequences_parity_tests.rs"]
+mod parity_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{ModelConfig, sorted_vars};

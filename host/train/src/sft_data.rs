@@ -7,12 +7,16 @@
 //!
 //! Every decision is written to `sft_selection.jsonl` in the run directory.
 
-use super::task::{Problem, with_slip};
+use super::problem::Problem;
+use super::task::with_slip;
 use crate::config::RewardConfig;
 use crate::error::{Result, TrainError, bail, ensure};
 use crate::hooks::{Answer, RewardFunction, SftCandidate, SftCurriculum};
-use serde::{Deserialize, Serialize};
 use verifine_base::{Provenance, SplitMix64};
+
+/// Hosts name the pool's samples from here; they are defined beside the
+/// host's targets, which the hooks carry.
+pub use crate::sft_targets::SftItem;
 
 /// Mixed into the seed for the SFT data's draws (which targets are noisy),
 /// apart from the other streams of the same seed.
@@ -20,25 +24,6 @@ const SFT_DATA_STREAM: u64 = 0x5F7_DA7A;
 
 /// Candidates per curriculum call.
 const BATCH: usize = 256;
-
-/// One trainable sample and how often it is drawn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SftItem {
-    /// Index into the problems SFT trains on (the generated training set, or
-    /// the host's [`crate::sft_targets::SftTargets`]).
-    pub problem: usize,
-    /// The answer turn trained on.
-    pub target: String,
-    /// Whether the target carries a slip (known to the generator only).
-    pub noisy: bool,
-    /// The judge's score of the target (`None` without a curriculum, or when
-    /// judging failed).
-    pub judge_score: Option<f64>,
-    /// Kept with this weight, or dropped (`None`).
-    pub weight: Option<f64>,
-    /// The curriculum's reason.
-    pub reason: String,
-}
 
 /// The kept samples with a sampler over their weights.
 pub struct SftPool {

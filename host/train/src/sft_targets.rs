@@ -3,13 +3,32 @@
 //! hand training the candidates (pool targets, the policy's own answers)
 //! with the judge's keep / drop decision and weight. Training draws from
 //! them as from its own SFT pool; checkpoints record their fingerprint, and
-//! a resume with other targets is refused.
+//! a resume with other targets is refused. [`SftItem`], the sample both
+//! these targets and the SFT pool hold, lives here, below the pool.
 
 use crate::error::{Result, ensure};
+use crate::problem::Problem;
 use crate::prompt_pool::fingerprint_of;
-use crate::sft_data::SftItem;
-use crate::task::Problem;
 use serde::{Deserialize, Serialize};
+
+/// One trainable sample and how often it is drawn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SftItem {
+    /// Index into the problems SFT trains on (the generated training set, or
+    /// the host's [`SftTargets`]).
+    pub problem: usize,
+    /// The answer turn trained on.
+    pub target: String,
+    /// Whether the target carries a slip (known to the generator only).
+    pub noisy: bool,
+    /// The judge's score of the target (`None` without a curriculum, or when
+    /// judging failed).
+    pub judge_score: Option<f64>,
+    /// Kept with this weight, or dropped (`None`).
+    pub weight: Option<f64>,
+    /// The curriculum's reason.
+    pub reason: String,
+}
 
 /// The host's SFT candidates: `items[i].problem` indexes `problems`; an
 /// item is kept with its weight, or dropped (`weight: None`, recorded with

@@ -18,12 +18,13 @@
 //! ```
 //! Other top-level tables are left to other commands.
 
+use crate::sandbox::judged_runtime;
 use anyhow::{Context as _, Result};
 use serde::Deserialize;
 use std::path::Path;
 use std::sync::Arc;
 use verifine_base::PluginSpec;
-use verifine_judge::{Judges, JudgesConfig};
+use verifine_judge::Judges;
 use verifine_runtime::{Limits, Runtime};
 
 pub use verifine_runtime::PluginSetting;
@@ -95,7 +96,7 @@ impl ScoreConfig {
         Ok((rubric, choose(aggregator, self.aggregator.as_ref())))
     }
 
-    /// The sandbox with the config's limits (see [`judged_runtime`]).
+    /// The sandbox with the config's limits (see [`crate::sandbox::judged_runtime`]).
     pub fn runtime(
         &self,
         judges: Option<&Path>,
@@ -103,23 +104,4 @@ impl ScoreConfig {
     ) -> Result<(Runtime, Option<Arc<Judges>>)> {
         judged_runtime(self.limits, judges, allow_native)
     }
-}
-
-/// A sandbox with `limits` whose plugins' model queries are answered by the
-/// judges of the `judges` file, when one is given; the judges are returned
-/// too, for their cost ledgers.
-pub fn judged_runtime(
-    limits: Limits,
-    judges: Option<&Path>,
-    allow_native: bool,
-) -> Result<(Runtime, Option<Arc<Judges>>)> {
-    let judges = match judges {
-        Some(path) => Some(Arc::new(Judges::new(&JudgesConfig::load(path)?)?)),
-        None => None,
-    };
-    let mut runtime = Runtime::new(limits)?.allow_native(allow_native);
-    if let Some(judges) = &judges {
-        runtime = runtime.with_judges(judges.clone());
-    }
-    Ok((runtime, judges))
 }

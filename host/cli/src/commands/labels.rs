@@ -25,7 +25,7 @@ enum LabelsCommand {
         #[arg(long, value_parser = crate::commands::absolute_path)]
         out: Option<PathBuf>,
         /// Whose labels count as done.
-        #[arg(long, default_value = verifine_evolve::judge_loop::HUMAN)]
+        #[arg(long, default_value = verifine_evolve::labels::HUMAN)]
         annotator: String,
     },
     /// Read a filled-in queue file back into the run's labels.
@@ -37,7 +37,7 @@ enum LabelsCommand {
         #[arg(value_parser = crate::commands::absolute_path)]
         file: PathBuf,
         /// The name the labels are recorded under.
-        #[arg(long, default_value = verifine_evolve::judge_loop::HUMAN)]
+        #[arg(long, default_value = verifine_evolve::labels::HUMAN)]
         annotator: String,
     },
     /// Serve the label queue as a page in the browser (on 127.0.0.1);
@@ -54,7 +54,7 @@ enum LabelsCommand {
         #[arg(long, default_value_t = 8700)]
         port: u16,
         /// Whose labels the checks count earlier labels of (for `revise`).
-        #[arg(long, default_value = verifine_evolve::judge_loop::HUMAN)]
+        #[arg(long, default_value = verifine_evolve::labels::HUMAN)]
         annotator: String,
     },
 }

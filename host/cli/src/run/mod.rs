@@ -67,11 +67,8 @@ pub fn resume_with_progress(
 fn host(config: &RunConfig, run_dir: &Path, progress: Box<dyn FnMut(Progress)>) -> Result<Host> {
     let swap = &config.hot_swap;
     let reward = &config.training.reward;
-    let (runtime, judges) = crate::commands::config::judged_runtime(
-        config.limits,
-        config.judges.file.as_deref(),
-        false,
-    )?;
+    let (runtime, judges) =
+        crate::sandbox::judged_runtime(config.limits, config.judges.file.as_deref(), false)?;
     let live = LiveReward::new(
         runtime,
         &reward.rubric,

@@ -19,7 +19,11 @@ use serde::{Deserialize, Serialize};
 use verifine_runtime::stats::{mae, pearson};
 
 mod accept;
+#[cfg(test)]
+mod code_tests;
 mod replay;
+#[cfg(test)]
+mod tests;
 mod wrong;
 use accept::refused_before_scoring;
 pub use accept::{Decision, decide};

@@ -180,7 +180,7 @@ impl Judge {
 /// Appends an event about the judge's component to `judge/events.jsonl`
 /// (the event's step is the judge loop's round): a code proposal promoted
 /// or refused, or an earlier component restored when its round's policy is
-/// kept (`kept.rs`). `reason` is kept for all but promotions.
+/// kept (`run/kept.rs`). `reason` is kept for all but promotions.
 pub(crate) fn record_event(
     judge_dir: &Path,
     round: u32,

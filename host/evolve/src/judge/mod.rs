@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use verifine_base::PASS_MARK;
-use verifine_base::{PluginSpec, Provenance};
+use verifine_base::{PASS_MARK, PluginSpec};
 use verifine_judge::{BackendConfig, JudgesConfig, LocalConfig};
 use verifine_runtime::scorer_pool::score_all;
 use verifine_runtime::scoring::RewardPlugins;
@@ -37,6 +36,20 @@ pub struct JudgeRevision {
     /// judges file's model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verifier: Option<PathBuf>,
+}
+
+impl JudgeRevision {
+    /// Revision 0: the configured rubric with `rules`, its own component
+    /// and the judges file's model.
+    pub fn initial(rules: serde_json::Value) -> Self {
+        JudgeRevision {
+            number: 0,
+            rules,
+            origin: "initial".into(),
+            code: None,
+            verifier: None,
+        }
+    }
 }
 
 /// The judge's verdict on one case.
@@ -229,11 +242,6 @@ impl Judge {
             }
             None => self.spec.clone(),
         }
-    }
-
-    /// The configured component's provenance.
-    pub fn provenance(&self) -> Provenance {
-        self.configured.rubric.provenance()
     }
 
     /// The reward plugins that score under `revision`: its component and

@@ -339,7 +339,7 @@ fn seeds_run_once_each_and_report_across_them() {
     assert_eq!(started, [(0, SeedStart::Fresh), (1, SeedStart::Fresh)]);
     assert_eq!(report.seeds, [0, 1]);
     for seed in [0, 1] {
-        let summary = verifine_evolve::report::read(&dir.join(format!("seed-{seed}"))).unwrap();
+        let summary = verifine_evolve::summary::read(&dir.join(format!("seed-{seed}"))).unwrap();
         let rbs: Vec<f64> = report.rows.iter().map(|r| r.rb_per_seed[seed]).collect();
         let own: Vec<f64> = summary.rows.iter().map(|r| r.rb).collect();
         assert_eq!(rbs, own, "seed {seed}'s column is its own run's table");

@@ -8,8 +8,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use verifine_evolve::config::RoundStart;
-use verifine_evolve::kept::KeptDecision;
 use verifine_evolve::start;
+use verifine_evolve::summary::KeptDecision;
 
 /// A row's training config, as its run directory saved it.
 fn row_config(dir: &Path, row: &str) -> toml::Value {

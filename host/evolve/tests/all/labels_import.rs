@@ -7,12 +7,11 @@
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use verifine_base::FileError;
-use verifine_evolve::EvolveError;
-use verifine_evolve::cases::Case;
 use verifine_evolve::labels::{
     ImportSummary, JudgeView, LabelStore, MAX_NOTE_CHARS, QueryReason, QueueItem,
 };
 use verifine_evolve::queue;
+use verifine_evolve::{Case, EvolveError};
 
 const ANNOTATOR: &str = "human";
 

@@ -4,10 +4,8 @@
 
 mod common;
 
-mod calibration;
 mod code_revisions;
 mod evolve_run;
 mod kept_policy;
+mod label_queue;
 mod labels_import;
-mod loop_parts;
-mod verifier_revisions;

@@ -1,7 +1,9 @@
 //! Attention inside a block: projections, per-head norms, rotary
 //! embeddings, grouped-query scores.
 
-use super::model::{JudgeDecoder, Layer, Result, e};
+use super::error::{Result, e};
+use super::model::{JudgeDecoder, Layer};
+use super::norms::post_norm;
 use super::projection::Projection;
 use candle_core::Tensor;
 
@@ -74,19 +76,5 @@ impl JudgeDecoder {
             .matmul(&v.contiguous().map_err(e)?)
             .and_then(|a| a.reshape((rows, heads, positions, head_dim)))
             .map_err(e)
-    }
-}
-
-/// RMSNorm over the last dimension (training's, from
-/// `verifine_models::ops`).
-pub(super) fn normed(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
-    verifine_models::ops::rms_norm(x, weight, eps).map_err(e)
-}
-
-/// `x` RMS-normed by `weight` over its last dimension, when there is one.
-pub(super) fn post_norm(x: Tensor, weight: &Option<Tensor>, eps: f64) -> Result<Tensor> {
-    match weight {
-        Some(w) => normed(&x, w, eps),
-        None => Ok(x),
     }
 }

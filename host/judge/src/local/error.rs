@@ -5,6 +5,13 @@
 use std::sync::Arc;
 use verifine_runtime::ModelError;
 
+pub(super) type Result<T> = std::result::Result<T, DecoderError>;
+
+/// A candle error as the decoder's (for `map_err`).
+pub(super) fn e(err: candle_core::Error) -> DecoderError {
+    DecoderError::from(err)
+}
+
 /// A failure of the local decoder, while loading or running.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum DecoderError {

@@ -22,6 +22,7 @@ pub mod error;
 mod gguf_load;
 pub mod int8;
 pub mod model;
+mod norms;
 mod projection;
 pub mod safetensors;
 pub mod schema;

@@ -17,8 +17,9 @@ use super::projection::Projection;
 use candle_core::{D, DType, Device, Tensor};
 
 pub use super::error::DecoderError;
-
-pub(super) type Result<T> = std::result::Result<T, DecoderError>;
+pub(super) use super::error::{Result, e};
+use super::norms::{normed, post_norm};
+use super::tables::rotary_tables;
 
 /// The gate's activation in the MLP: SiLU for llama and qwen2, GELU (tanh)
 /// for gemma3.
@@ -141,10 +142,6 @@ impl KvCache {
             .collect::<Result<_>>()?;
         Ok(KvCache { layers, len })
     }
-}
-
-pub(super) fn e(err: candle_core::Error) -> DecoderError {
-    DecoderError::from(err)
 }
 
 impl JudgeDecoder {
@@ -371,6 +368,3 @@ impl JudgeDecoder {
         candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32).map_err(e)?, D::Minus1).map_err(e)
     }
 }
-
-pub(super) use super::attention::{normed, post_norm};
-pub(super) use super::tables::{attention_mask, rotary_tables};

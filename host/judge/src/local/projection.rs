@@ -13,8 +13,8 @@
 //! faster in the training sampler's measurements (BENCHMARKS.md) and is no
 //! slower for a long prompt.
 
+use super::error::{DecoderError, Result};
 use super::int8::{Int8Matrix, QuantizedRows};
-use super::model::{DecoderError, Result};
 use candle_core::quantized::QMatMul;
 use candle_core::{Module, Tensor};
 

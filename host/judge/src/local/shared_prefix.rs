@@ -10,7 +10,10 @@
 
 use super::LocalBackend;
 use super::causal::{SequenceTensors, attend_on_cpu};
-use super::model::{DecoderError, JudgeDecoder, KvCache, Result, attention_mask, e, normed};
+use super::error::{DecoderError, Result, e};
+use super::model::{JudgeDecoder, KvCache};
+use super::norms::normed;
+use super::tables::attention_mask;
 use candle_core::Tensor;
 
 /// Prompts group only when they share at least this many tokens; below it

@@ -1,6 +1,6 @@
 //! The fixed tensors of attention: rotary tables and causal masks.
 
-use super::model::{Result, e};
+use super::error::{Result, e};
 use candle_core::{Device, Tensor};
 use verifine_models::RopeScaling;
 use verifine_models::config::inverse_frequencies;
@@ -55,7 +55,7 @@ pub(crate) fn rotary_tables(
         .checked_mul(half)
         .filter(|&n| n <= MAX_TABLE_ELEMENTS)
         .ok_or_else(|| {
-            super::model::DecoderError::Weights(format!(
+            super::error::DecoderError::Weights(format!(
                 "rotary tables of {len} positions × {half} frequencies exceed {MAX_TABLE_ELEMENTS} entries"
             ))
         })?;

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use verifine_base::PluginSetting;
 
 mod validate;
-pub use validate::InvalidConfig;
 
 /// Model size (the vocabulary comes from the trained tokenizer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -407,5 +406,16 @@ impl TrainConfig {
     /// SFT and GRPO steps together.
     pub fn total_steps(&self) -> usize {
         self.sft.steps + self.grpo.steps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GrpoPhase;
+
+    #[test]
+    fn trl_option_names_are_accepted() {
+        let phase: GrpoPhase = toml::from_str("max_completion_length = 12").unwrap();
+        assert_eq!(phase.max_new_tokens, 12);
     }
 }

@@ -2,12 +2,7 @@
 //! mean nothing, refused before a run starts.
 
 use super::TrainConfig;
-use thiserror::Error;
-
-/// A setting that would fail later, or silently mean nothing.
-#[derive(Debug, Clone, PartialEq, Error)]
-#[error("{0}")]
-pub struct InvalidConfig(pub String);
+use crate::error::InvalidConfig;
 
 /// Refuses with `message` unless `condition` holds.
 fn ensure(condition: bool, message: &str) -> Result<(), InvalidConfig> {

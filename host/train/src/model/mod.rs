@@ -41,6 +41,8 @@ pub(crate) mod manual;
 mod pretrained;
 mod simd;
 #[cfg(test)]
+pub(crate) mod test_models;
+#[cfg(test)]
 mod tests;
 mod weights;
 

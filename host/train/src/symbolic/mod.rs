@@ -101,7 +101,7 @@ pub use eval_error::EvalError;
 pub use splits::{SymbolicConfig, splits};
 pub use template::Template;
 
-use crate::task::Problem;
+use crate::problem::Problem;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use thiserror::Error;

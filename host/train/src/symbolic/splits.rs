@@ -3,7 +3,7 @@
 //! so a held-out problem is never a template the policy trained on.
 
 use super::{SymbolicError, Template, load_dir_skipping, variants};
-use crate::task::Problem;
+use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::PathBuf;

@@ -8,7 +8,7 @@ use super::helpers::{Choices, choices};
 use super::render::{Piece, render};
 use super::value::Value;
 use super::{Rejection, SymbolicError};
-use crate::task::Problem;
+use crate::problem::Problem;
 use std::collections::{BTreeMap, HashMap};
 use verifine_base::SplitMix64;
 

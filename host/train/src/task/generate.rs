@@ -2,7 +2,8 @@
 //! posed as an instruction list or a short story, with optional distractor
 //! sentences, and the worked solution one line per step.
 
-use super::{Phrasing, Problem, TaskConfig};
+use super::{Phrasing, TaskConfig};
+use crate::problem::Problem;
 use verifine_base::SplitMix64;
 
 #[derive(Clone, Copy)]

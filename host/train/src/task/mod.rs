@@ -69,19 +69,10 @@ pub enum Phrasing {
     Story,
 }
 
-/// One problem with its worked solution and answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Problem {
-    /// The question shown to the policy.
-    pub prompt: String,
-    /// A step-by-step solution ending in `#### answer` (the SFT target and the reference).
-    pub solution: String,
-    /// The final answer.
-    pub answer: i64,
-}
-
 mod generate;
 mod worked;
+
+use crate::problem::Problem;
 
 use generate::problem;
 pub use worked::{CanaryResponse, Step, canary, steps, with_slip};

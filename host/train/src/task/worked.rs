@@ -2,8 +2,9 @@
 //! then `#### N`): reading their steps, slipping one, and labelled canary
 //! cases built from them.
 
+use super::TaskConfig;
 use super::generate::problem;
-use super::{Problem, TaskConfig};
+use crate::problem::Problem;
 use verifine_base::SplitMix64;
 
 /// Mixed into the seed for the canary set's draws.

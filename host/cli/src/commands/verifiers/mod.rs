@@ -60,7 +60,7 @@ pub fn screen(args: &ScreenArgs) -> Result<ScreenSummary> {
     let config = ScreenConfig::load(&args.config)?;
     let slice = run::Slice::load(&config.slice, config.slice_format, config.max_tasks)?;
     let (runtime, judges) =
-        super::config::judged_runtime(Default::default(), config.judges.as_deref(), false)?;
+        crate::sandbox::judged_runtime(Default::default(), config.judges.as_deref(), false)?;
     let mut runs = Vec::new();
     for verifier in config.goldens.iter().chain(&config.candidates) {
         eprintln!("screening {} …", verifier.name);

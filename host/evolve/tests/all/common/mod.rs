@@ -1,13 +1,7 @@
 //! What the evolve tests share: a tiny run's config and scratch directories.
 
-#![allow(dead_code)] // each test file uses some of these
-
 use std::path::Path;
 use verifine_evolve::EvolveConfig;
-use verifine_evolve::calibration::LabelledSet;
-use verifine_evolve::cases::Case;
-use verifine_evolve::judge::JudgeScore;
-use verifine_evolve::labels::{Label, LabelAction};
 use verifine_train::TrainConfig;
 use verifine_train::config::{GrpoPhase, SftConfig};
 
@@ -75,60 +69,4 @@ pub fn scratch(name: &str) -> verifine_test_support::ScratchDir {
 
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-pub fn case(i: usize) -> Case {
-    Case {
-        id: format!("c{i}"),
-        scenario: "s".into(),
-        prompt: format!("p{i}"),
-        response: "r".into(),
-        reference: "GOLD-SOLUTION".into(),
-    }
-}
-
-pub fn label(i: usize, total: f64) -> Label {
-    Label {
-        case_id: format!("c{i}"),
-        annotator: "a".into(),
-        dimensions: [("grounded".to_string(), total)].into(),
-        total,
-        revision: 0,
-        action: LabelAction::Score,
-        note: None,
-    }
-}
-
-/// Six labelled cases: 0–2 from an earlier batch, 3–5 the newest.
-pub fn set() -> LabelledSet {
-    let human = [0.0, 1.0, 0.5, 0.0, 1.0, 0.5];
-    LabelledSet {
-        cases: (0..6).map(case).collect(),
-        labels: human
-            .iter()
-            .enumerate()
-            .map(|(i, &h)| label(i, h))
-            .collect(),
-        current: vec![3, 4, 5],
-        earlier: vec![0, 1, 2],
-    }
-}
-
-pub fn scored(totals: Vec<f64>) -> Vec<JudgeScore> {
-    totals
-        .into_iter()
-        .map(|t| JudgeScore {
-            total: t,
-            dimensions: [("grounded".to_string(), t)].into(),
-            explanation: String::new(),
-            error: None,
-        })
-        .collect()
-}
-
-/// Each revision moves case 3 a little closer to its label (so Pearson on
-/// the newest batch rises every time) without touching earlier cases.
-pub fn creeping(k: u64) -> Vec<f64> {
-    let c3 = 1.0 - (k as f64) * 0.04;
-    vec![0.0, 1.0, 0.5, c3, 1.0, 0.0]
 }

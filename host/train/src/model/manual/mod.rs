@@ -231,7 +231,7 @@ pub(crate) fn backward(
 /// weight or adapter, or 0 when the embedding trains. With the lower
 /// blocks frozen (LoRA on the top ones) the backward pass ends there,
 /// which is most of a verifier's training time saved.
-fn first_trained_block(decoder: &Decoder) -> usize {
+pub(crate) fn first_trained_block(decoder: &Decoder) -> usize {
     if !decoder.embed_frozen {
         return 0;
     }

@@ -14,9 +14,10 @@ use verifine_train::config::{GrpoPhase, SftConfig};
 use verifine_train::hooks::{
     Answer, Fixed, Host, Monitor, PromptPool, Reward, RewardFunction, SftTargets, StepHook,
 };
+use verifine_train::problem::Problem;
 use verifine_train::rollout::Sampling;
 use verifine_train::sft_data::SftItem;
-use verifine_train::task::{Problem, splits};
+use verifine_train::task::splits;
 use verifine_train::{HeldoutAnswer, Policy, TrainConfig, resume, train};
 
 use crate::common::{Boundaries, Watching};

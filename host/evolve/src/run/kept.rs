@@ -7,55 +7,41 @@
 //! again (VeriFine keeps the judge that the fixed evaluator supports). Each
 //! decision is a line of `kept.jsonl`.
 
+use super::Evolve;
 use crate::cases::Case;
 use crate::config::RoundStart;
 use crate::error::{EvolveError, Result};
 use crate::judge::code::record_event;
-use crate::round::read_optional;
-use crate::run::Evolve;
+use crate::summary::KeptDecision;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use verifine_base::write_jsonl;
+use verifine_base::{read_jsonl_if_exists, write_jsonl};
 use verifine_hotswap::EventKind;
 use verifine_train::policy::Policy;
+use verifine_train::problem::Problem;
 use verifine_train::rollout::Sampling;
-use verifine_train::task::{Problem, generate};
+use verifine_train::task::generate;
 
 /// Mixed into the seed for the validation set's problems.
 const VALIDATION_STREAM: u64 = 0x7A11_D0E5;
 
 /// The policy later rounds start from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KeptPolicy {
+pub(super) struct KeptPolicy {
     /// Its row (`base`, `R1` …).
-    pub row: String,
+    pub(super) row: String,
     /// Its finished training run.
-    pub dir: PathBuf,
+    pub(super) dir: PathBuf,
     /// The fixed evaluator's mean total of its greedy answers to the
     /// validation set.
-    pub validation_rb: f64,
+    validation_rb: f64,
     /// The judge revision that trained it (0 for the base).
-    pub judge_revision: u32,
-}
-
-/// One line of `kept.jsonl`: what the loop decided after a round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KeptDecision {
-    /// The round's row.
-    pub row: String,
-    /// Its validation RB.
-    pub validation_rb: f64,
-    /// The kept policy's row and validation RB before the round.
-    pub before: (String, f64),
-    /// Whether the round became the kept policy.
-    pub kept: bool,
-    /// The live judge revision after the decision.
-    pub live: u32,
+    judge_revision: u32,
 }
 
 impl Evolve {
     /// Where round `round`'s policy starts: the row (or `base`) and its run.
-    pub(crate) fn round_start(&mut self, round: u32) -> Result<(String, PathBuf)> {
+    pub(super) fn round_start(&mut self, round: u32) -> Result<(String, PathBuf)> {
         match self.config.round_start {
             RoundStart::Kept if round > 0 => {
                 let kept = self.kept()?;
@@ -85,7 +71,7 @@ impl Evolve {
     /// validation set; otherwise makes the kept policy's judge revision live
     /// again (an event of judge loop `round` when that changes the judge's
     /// component). Later rounds' curricula and queries read the kept policy.
-    pub(crate) fn keep_or_revert(&mut self, name: &str, round: u32, dir: &Path) -> Result<()> {
+    pub(super) fn keep_or_revert(&mut self, name: &str, round: u32, dir: &Path) -> Result<()> {
         let before = self.kept()?;
         let validation_rb = self.validation_rb(dir)?;
         let revision = self.state.trained_with.get(name).copied().ok_or_else(|| {
@@ -130,7 +116,7 @@ impl Evolve {
         );
         self.state.newest_policy = self.state.kept.as_ref().map(|k| k.dir.clone());
         let path = self.dir.join("kept.jsonl");
-        let mut lines: Vec<KeptDecision> = read_optional(&path)?;
+        let mut lines: Vec<KeptDecision> = read_jsonl_if_exists(&path)?;
         lines.retain(|l| l.row != name);
         lines.push(KeptDecision {
             row: name.to_string(),
@@ -144,7 +130,7 @@ impl Evolve {
 
     /// The validation set: fresh problems apart from the held-out set and
     /// the pool.
-    pub(crate) fn validation(&self) -> Vec<Problem> {
+    pub(super) fn validation(&self) -> Vec<Problem> {
         let heldout = self.heldout();
         let pool = self.pool();
         let unseen = |p: &Problem| {

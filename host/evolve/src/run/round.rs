@@ -2,24 +2,26 @@
 //! candidate pool, and a round — failure discovery on the anchor set with
 //! the newest policy, the curriculum over the pool, then `train` from the
 //! base (or the kept policy, `kept.rs`) with the live judge as the reward
-//! and the fixed evaluator as the progress measure.
+//! and the fixed evaluator as the progress measure. Also what the other
+//! tasks ask of the policy: its answers, the held-out and anchor sets, the
+//! evaluator's totals.
 
+use super::{Evolve, EvolveProgress};
 use crate::cases::Case;
 use crate::config::{RoundMode, RoundStart};
 use crate::curriculum::{PoolDecision, PoolItem, assess, pool};
-use crate::error::Result;
+use crate::error::{EvolveError, Result};
 use crate::failures::discover;
-use crate::reward::{MonitorLog, RoundReward};
-use crate::run::{Evolve, EvolveProgress};
+use crate::reward::{MonitorLog, MonitorRecord, RoundReward};
 use serde::Serialize;
 use std::path::Path;
-use verifine_base::PASS_MARK;
-use verifine_base::{read_jsonl, write_jsonl};
+use verifine_base::{PASS_MARK, read_jsonl, read_jsonl_if_exists, write_jsonl};
 use verifine_reward::FixedReward;
-use verifine_train::hooks::{Fixed, Host, Progress, PromptPool};
+use verifine_train::hooks::{Fixed, HookedReward, Host, Progress, PromptPool, RewardFunction};
 use verifine_train::policy::Policy;
+use verifine_train::problem::Problem;
 use verifine_train::rollout::Sampling;
-use verifine_train::task::{Problem, generate, splits};
+use verifine_train::task::{generate, splits};
 use verifine_train::{HeldoutAnswer, TrainConfig};
 
 /// Mixed into the seed for the anchor set's problems.
@@ -29,7 +31,7 @@ const ANSWER_STREAM: u64 = 0x5A3F_1E00;
 
 impl Evolve {
     /// Trains the SFT base (the config's `[train]` with GRPO off).
-    pub(crate) fn base(&mut self) -> Result<()> {
+    pub(super) fn base(&mut self) -> Result<()> {
         let mut config = self.config.train.clone();
         config.grpo.steps = 0;
         let reward = FixedReward::new(&self.evaluator, None)?;
@@ -45,7 +47,7 @@ impl Evolve {
     /// (uniformly when not `guided`), with the live judge deciding: as the
     /// GRPO reward, or, in `sft-membership` mode, as the judge of which SFT
     /// candidates are kept.
-    pub(crate) fn round(&mut self, name: &str, round: u32, guided: bool) -> Result<()> {
+    pub(super) fn round(&mut self, name: &str, round: u32, guided: bool) -> Result<()> {
         // With kept rounds the newest policy (failures, curriculum,
         // queries) is already the one this round starts from.
         let (started_from, start) = self.round_start(round)?;
@@ -123,9 +125,10 @@ impl Evolve {
             row: &'a str,
             round: u32,
             #[serde(flatten)]
-            record: &'a crate::reward::MonitorRecord,
+            record: &'a MonitorRecord,
         }
-        let mut lines: Vec<serde_json::Value> = read_optional(&self.dir.join("monitor.jsonl"))?;
+        let mut lines: Vec<serde_json::Value> =
+            read_jsonl_if_exists(&self.dir.join("monitor.jsonl"))?;
         lines.retain(|l| l["row"] != name);
         lines.extend(records.iter().map(|r| {
             serde_json::to_value(Line {
@@ -154,7 +157,7 @@ impl Evolve {
     }
 
     /// The candidate pool (the same every round).
-    pub(crate) fn pool(&self) -> Vec<PoolItem> {
+    pub(super) fn pool(&self) -> Vec<PoolItem> {
         let heldout = self.heldout();
         let exclude: Vec<&str> = heldout.iter().map(|p| p.prompt.as_str()).collect();
         let c = &self.config;
@@ -168,14 +171,14 @@ impl Evolve {
     }
 
     /// The held-out policy test set (the rounds' held-out problems).
-    pub(crate) fn heldout(&self) -> Vec<Problem> {
+    pub(super) fn heldout(&self) -> Vec<Problem> {
         let t = &self.config.train;
         splits(t.seed, 0, t.heldout_problems, &t.task).1
     }
 
     /// The fixed anchor set P: problems apart from the held-out set whose
     /// gold solutions the evaluator accepts (the quality check).
-    pub(crate) fn anchor(&self) -> Result<Vec<Problem>> {
+    pub(super) fn anchor(&self) -> Result<Vec<Problem>> {
         let heldout = self.heldout();
         let candidates: Vec<Problem> = generate(
             self.config.train.seed ^ ANCHOR_STREAM,
@@ -201,7 +204,7 @@ impl Evolve {
     }
 
     /// The reference-based evaluator's totals (failed = 0).
-    pub(crate) fn evaluator_totals(&self, cases: &[Case]) -> Result<Vec<f64>> {
+    pub(super) fn evaluator_totals(&self, cases: &[Case]) -> Result<Vec<f64>> {
         let samples: Vec<verifine_runtime::Sample> = cases
             .iter()
             .map(|c| {
@@ -221,7 +224,7 @@ impl Evolve {
 
     /// Sampled answers of the newest policy, `copies` per problem, drawn
     /// from the loop's seed.
-    pub(crate) fn newest_answers(
+    pub(super) fn newest_answers(
         &self,
         problems: &[Problem],
         copies: usize,
@@ -233,7 +236,7 @@ impl Evolve {
     /// Sampled answers of the newest policy, `copies` per problem, drawn
     /// from `seed` (the frozen test set's are the data's, whatever the
     /// loop's seed).
-    pub(crate) fn newest_answers_from(
+    pub(super) fn newest_answers_from(
         &self,
         problems: &[Problem],
         copies: usize,
@@ -257,7 +260,7 @@ impl Evolve {
 
     /// The newest policy's answers to the anchor set as cases, with the
     /// index of each case's problem.
-    pub(crate) fn anchor_cases(&self, tag: &str, stream: u64) -> Result<(Vec<Case>, Vec<usize>)> {
+    pub(super) fn anchor_cases(&self, tag: &str, stream: u64) -> Result<(Vec<Case>, Vec<usize>)> {
         let anchor = self.anchor()?;
         let answers = self.newest_answers(&anchor, self.config.anchor_samples, stream)?;
         let mut cases = Vec::new();
@@ -277,7 +280,7 @@ impl Evolve {
         let scores = self.judge.score(&self.state.live, &cases)?;
         let cells = discover(&cases, &problem, &scores, PASS_MARK, 0.5);
         let path = self.dir.join("failures.jsonl");
-        let mut lines: Vec<serde_json::Value> = read_optional(&path)?;
+        let mut lines: Vec<serde_json::Value> = read_jsonl_if_exists(&path)?;
         lines.retain(|l| l["round"] != round);
         lines.extend(cells.iter().map(|c| {
             let mut v = serde_json::to_value(c).unwrap_or_default();
@@ -319,7 +322,7 @@ impl Evolve {
             &self.state.decisions,
         )?;
         let path = self.dir.join("curriculum.jsonl");
-        let mut lines: Vec<serde_json::Value> = read_optional(&path)?;
+        let mut lines: Vec<serde_json::Value> = read_jsonl_if_exists(&path)?;
         lines.retain(|l| l["round"] != round);
         lines.extend(decisions.iter().zip(items).map(|(d, item)| {
             let mut v = serde_json::to_value(d).unwrap_or_default();
@@ -339,9 +342,9 @@ impl Evolve {
     /// A training host whose progress goes to the loop's callback.
     fn host(
         &self,
-        reward: Box<dyn verifine_train::hooks::HookedReward>,
+        reward: Box<dyn HookedReward>,
         prompts: Option<PromptPool>,
-        evaluator: Option<Box<dyn verifine_train::hooks::RewardFunction>>,
+        evaluator: Option<Box<dyn RewardFunction>>,
         total: usize,
     ) -> Host {
         let progress = self.progress.clone();
@@ -368,22 +371,13 @@ fn train_or_resume(config: &TrainConfig, dir: &Path, host: Host) -> Result<()> {
         verifine_train::resume(dir, host)?;
     } else {
         let saved = toml::to_string(config)
-            .map_err(|e| crate::EvolveError::Invalid(format!("writing a round's config: {e}")))?;
+            .map_err(|e| EvolveError::Invalid(format!("writing a round's config: {e}")))?;
         verifine_train::train(config, &saved, dir, host)?;
     }
     Ok(())
 }
 
 /// A finished row's held-out answers.
-pub(crate) fn heldout_answers(dir: &Path) -> Result<Vec<HeldoutAnswer>> {
+pub(super) fn heldout_answers(dir: &Path) -> Result<Vec<HeldoutAnswer>> {
     Ok(read_jsonl(&dir.join("heldout_answers.jsonl"))?)
-}
-
-/// A JSONL file's rows, or none when it does not exist yet.
-pub(crate) fn read_optional<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    if path.exists() {
-        Ok(read_jsonl(path)?)
-    } else {
-        Ok(Vec::new())
-    }
 }

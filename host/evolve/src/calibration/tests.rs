@@ -3,14 +3,37 @@
 //! refused, the cap on proposals per round, the review request, and a
 //! resumed calibration replaying its log instead of asking again.
 
-use crate::common::{case, creeping, label, scored, set};
+use super::{
+    CalibrationConfig, CalibrationEntry, CalibrationOutcome, CalibrationStop, Hooks, LabelledSet,
+    calibrate, decide,
+};
+use crate::agent::{Proposal, RevisionAgent, RevisionRequest};
+use crate::judge::JudgeRevision;
+use crate::testing::{case, label, scored};
 use serde_json::json;
 use std::cell::RefCell;
-use verifine_evolve::agent::{Proposal, RevisionAgent, RevisionRequest};
-use verifine_evolve::calibration::{
-    CalibrationConfig, CalibrationEntry, CalibrationStop, Hooks, LabelledSet, calibrate, decide,
-};
-use verifine_evolve::judge::JudgeRevision;
+
+/// Six labelled cases: 0–2 from an earlier batch, 3–5 the newest.
+pub(super) fn set() -> LabelledSet {
+    let human = [0.0, 1.0, 0.5, 0.0, 1.0, 0.5];
+    LabelledSet {
+        cases: (0..6).map(case).collect(),
+        labels: human
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| label(i, h))
+            .collect(),
+        current: vec![3, 4, 5],
+        earlier: vec![0, 1, 2],
+    }
+}
+
+/// Each revision moves case 3 a little closer to its label (so Pearson on
+/// the newest batch rises every time) without touching earlier cases.
+pub(super) fn creeping(k: u64) -> Vec<f64> {
+    let c3 = 1.0 - (k as f64) * 0.04;
+    vec![0.0, 1.0, 0.5, c3, 1.0, 0.0]
+}
 
 #[test]
 fn an_improving_revision_is_accepted_and_one_that_breaks_an_earlier_case_is_refused() {
@@ -118,10 +141,7 @@ impl RevisionAgent for Counting {
         "counting".into()
     }
 
-    fn propose(
-        &mut self,
-        request: &RevisionRequest<'_>,
-    ) -> verifine_evolve::Result<Option<Proposal>> {
+    fn propose(&mut self, request: &RevisionRequest<'_>) -> crate::Result<Option<Proposal>> {
         self.0 += 1;
         assert!(!request.tried.contains(&json!({"k": self.0})));
         Ok(Some(Proposal {
@@ -137,20 +157,10 @@ fn run(
     config: &CalibrationConfig,
     scores: impl Fn(u64) -> Vec<f64>,
     done: &[CalibrationEntry],
-) -> (
-    verifine_evolve::calibration::CalibrationOutcome,
-    Vec<CalibrationEntry>,
-    usize,
-) {
+) -> (CalibrationOutcome, Vec<CalibrationEntry>, usize) {
     let log = RefCell::new(Vec::new());
     let mut agent = Counting(done.len());
-    let initial = JudgeRevision {
-        number: 0,
-        rules: json!({"k": 0}),
-        origin: "initial".into(),
-        code: None,
-        verifier: None,
-    };
+    let initial = JudgeRevision::initial(json!({"k": 0}));
     let outcome = calibrate(
         config,
         1,
@@ -239,13 +249,7 @@ fn a_forged_or_moved_log_entry_is_not_replayed() {
             &config,
             1,
             &set(),
-            JudgeRevision {
-                number: 0,
-                rules: json!({"k": 0}),
-                origin: "initial".into(),
-                code: None,
-                verifier: None,
-            },
+            JudgeRevision::initial(json!({"k": 0})),
             1,
             done,
             &mut Counting(done.len()),
@@ -289,8 +293,8 @@ fn a_forged_or_moved_log_entry_is_not_replayed() {
 #[cfg(unix)]
 #[test]
 fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
+    use crate::command_agent::{AgentConfig, CommandAgent};
     use std::os::unix::fs::PermissionsExt;
-    use verifine_evolve::command_agent::{AgentConfig, CommandAgent};
     let dir = verifine_test_support::scratch_dir("agent");
     let script = dir.join("agent.sh");
     std::fs::write(
@@ -309,13 +313,7 @@ fn an_external_agent_answers_through_files_and_never_sees_the_gold_solution() {
     };
     let mut agent = CommandAgent::new(config, dir.join("work"), &dir.join("judge"), 1);
     let mut log = Vec::new();
-    let initial = JudgeRevision {
-        number: 0,
-        rules: json!({"k": 0}),
-        origin: "initial".into(),
-        code: None,
-        verifier: None,
-    };
+    let initial = JudgeRevision::initial(json!({"k": 0}));
     let outcome = calibrate(
         &CalibrationConfig::default(),
         1,

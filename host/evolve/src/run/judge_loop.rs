@@ -4,6 +4,7 @@
 //! set, and calibration revises the judge. Also the frozen judge test set,
 //! labelled once by another annotator and never used to decide anything.
 
+use super::{Evolve, EvolveProgress};
 use crate::agent::{RevisionAgent, RuleSearchAgent};
 use crate::annotator::{Annotator, overall};
 use crate::calibration::{CalibrationEntry, CalibrationStop, Hooks, LabelledSet, calibrate};
@@ -12,57 +13,36 @@ use crate::command_agent::CommandAgent;
 use crate::config::Labeller;
 use crate::curriculum::misread;
 use crate::error::{EvolveError, Result};
+use crate::judge::JudgeRevision;
 use crate::judge::code::{HandedIn, record_event};
-use crate::labels::{Clarification, JudgeView, Label, LabelStore, QueueItem};
-use crate::round::read_optional;
-use crate::run::{Evolve, EvolveProgress};
+use crate::labels::{Clarification, HUMAN, JudgeView, Label, LabelStore, QueueItem, SIMULATED};
+use crate::summary::LoopRecord;
 use crate::verifier::VerifierAgent;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::PathBuf;
-use verifine_base::{SplitMix64, read_jsonl, write_atomically, write_jsonl};
+use verifine_base::{SplitMix64, read_jsonl, read_jsonl_if_exists, write_atomically, write_jsonl};
 use verifine_hotswap::EventKind;
 use verifine_hotswap::revision::Origin;
 use verifine_train::task::{generate, with_slip};
 
 /// Mixed into the seed for the test set's problems.
 const TEST_STREAM: u64 = 0x07E5_75E7;
-/// The simulated annotator's name on its labels.
-pub const SIMULATED: &str = "annotator";
-/// The name `verifine labels import` gives a person's labels by default.
-pub const HUMAN: &str = "human";
 
 /// One case of the frozen test set with its label.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TestCase {
+pub(super) struct TestCase {
     /// The case.
-    pub case: Case,
+    pub(super) case: Case,
     /// The independent annotator's label.
-    pub label: Label,
-}
-
-/// What one judge loop did (`judge/loops.jsonl`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoopRecord {
-    /// The round whose judge it produced.
-    pub round: u32,
-    /// Whether it ran (the trigger fired and no review is pending).
-    pub ran: bool,
-    /// Why it did or did not run, and how calibration ended.
-    pub note: String,
-    /// Cases labelled in this loop.
-    pub labelled: usize,
-    /// Revisions accepted.
-    pub accepted: usize,
-    /// The live revision afterwards.
-    pub live: u32,
+    pub(super) label: Label,
 }
 
 impl Evolve {
     /// Builds and labels the frozen judge test set: the base policy's
     /// sampled answers and constructed ones (gold, slipped, misread, no
     /// final line), labelled by an annotator with another seed.
-    pub(crate) fn test_set(&mut self) -> Result<()> {
+    pub(super) fn test_set(&mut self) -> Result<()> {
         let n = self.config.test_cases;
         let heldout = self.heldout();
         let problems: Vec<_> = generate(
@@ -110,7 +90,7 @@ impl Evolve {
     }
 
     /// The judge loop producing round `round`'s judge.
-    pub(crate) fn judge_loop(&mut self, round: u32) -> Result<()> {
+    pub(super) fn judge_loop(&mut self, round: u32) -> Result<()> {
         let previous = if round == 1 {
             "guided-initial".to_string()
         } else {
@@ -175,12 +155,12 @@ impl Evolve {
         }
         let set = self.accumulated(round, &store, labeller)?;
         let done: Vec<CalibrationEntry> =
-            read_optional::<CalibrationEntry>(&self.judge_dir().join("calibration.jsonl"))?
+            read_jsonl_if_exists::<CalibrationEntry>(&self.judge_dir().join("calibration.jsonl"))?
                 .into_iter()
                 .filter(|e| e.round == round)
                 .collect();
         let clarifications: Vec<Clarification> =
-            read_optional(&self.judge_dir().join("clarifications.jsonl"))?;
+            read_jsonl_if_exists(&self.judge_dir().join("clarifications.jsonl"))?;
         let log_path = self.judge_dir().join("calibration.jsonl");
         if !log_path.exists() {
             write_jsonl::<CalibrationEntry>(&log_path, &[])?;
@@ -228,7 +208,7 @@ impl Evolve {
                 score: &mut |revision| judge.score(revision, &set.cases),
                 admit: &mut |code, live| judge.admit(code, live, origin.clone()),
                 log: &mut |entry, live, candidate| {
-                    let mut all: Vec<CalibrationEntry> = read_optional(&log_path)?;
+                    let mut all: Vec<CalibrationEntry> = read_jsonl_if_exists(&log_path)?;
                     all.push(entry.clone());
                     write_jsonl(&log_path, &all)?;
                     if let Some(code) = &entry.code {
@@ -258,7 +238,7 @@ impl Evolve {
             },
         )?;
         drop(agent);
-        let entries: Vec<CalibrationEntry> = read_optional::<CalibrationEntry>(&log_path)?
+        let entries: Vec<CalibrationEntry> = read_jsonl_if_exists::<CalibrationEntry>(&log_path)?
             .into_iter()
             .filter(|e| e.round == round)
             .collect();
@@ -269,7 +249,7 @@ impl Evolve {
                     Some(HandedIn::Admitted(code)) => Some(code.clone()),
                     _ => live.code.clone(),
                 };
-                live = crate::judge::JudgeRevision {
+                live = JudgeRevision {
                     number,
                     rules: entry.rules.clone(),
                     origin: entry.rationale.clone(),
@@ -343,7 +323,7 @@ impl Evolve {
 
     /// The accumulated judge evaluation set up to `round`'s batch, with the
     /// newest label of each case; the newest batch is `current`.
-    pub(crate) fn accumulated(
+    pub(super) fn accumulated(
         &self,
         round: u32,
         store: &LabelStore,
@@ -353,7 +333,7 @@ impl Evolve {
         let mut set = LabelledSet::default();
         for r in 1..=round {
             let path = self.judge_dir().join(format!("batch-{r}.jsonl"));
-            for item in read_optional::<QueueItem>(&path)? {
+            for item in read_jsonl_if_exists::<QueueItem>(&path)? {
                 let Some(label) = latest.get(&item.case.id) else {
                     continue;
                 };
@@ -382,7 +362,7 @@ impl Evolve {
     ) -> Result<()> {
         tracing::info!(round, ran, %note, "judge loop");
         let path = self.judge_dir().join("loops.jsonl");
-        let mut all: Vec<LoopRecord> = read_optional(&path)?;
+        let mut all: Vec<LoopRecord> = read_jsonl_if_exists(&path)?;
         all.retain(|r| r.round != round);
         all.push(LoopRecord {
             round,
@@ -396,7 +376,7 @@ impl Evolve {
     }
 
     /// The name the configured labeller's labels carry.
-    pub(crate) fn labeller_name(&self) -> &'static str {
+    pub(super) fn labeller_name(&self) -> &'static str {
         match self.config.labeller {
             Labeller::Simulated => SIMULATED,
             Labeller::Human => HUMAN,
@@ -404,7 +384,7 @@ impl Evolve {
     }
 
     /// `judge/` of the run.
-    pub(crate) fn judge_dir(&self) -> PathBuf {
+    pub(super) fn judge_dir(&self) -> PathBuf {
         self.dir.join("judge")
     }
 }

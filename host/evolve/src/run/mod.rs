@@ -11,13 +11,26 @@
 //! batches, labels, the frozen test set, the calibration log, review
 //! requests), `curriculum.jsonl`, `failures.jsonl`, `monitor.jsonl`, and at
 //! the end `summary.json`, `report.md` and `plot.png`.
+//!
+//! The tasks are the children, each an `impl Evolve` block over this
+//! module's state: `round` (the SFT base and a policy round), with
+//! `membership` (the judge deciding SFT data) and `kept` (the policy
+//! carried forward); `judge_loop` (the frozen test set and a judge
+//! loop); `report`. `select` runs on a finished run.
+
+mod judge_loop;
+mod kept;
+mod membership;
+mod report;
+mod round;
+mod select;
 
 use crate::config::EvolveConfig;
 use crate::curriculum::PoolDecision;
 use crate::error::{EvolveError, Result};
 use crate::judge::{Judge, JudgeRevision};
-use crate::kept::KeptPolicy;
-use crate::report::EvolveSummary;
+use crate::summary::EvolveSummary;
+use kept::KeptPolicy;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -59,7 +72,7 @@ pub enum EvolveProgress {
 /// One unit of the loop.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "task", rename_all = "kebab-case")]
-pub enum Task {
+enum Task {
     /// SFT once: the base every round starts from.
     Base,
     /// The frozen judge test set, labelled by another annotator.
@@ -84,7 +97,7 @@ pub enum Task {
 
 impl Task {
     /// A short name for logs and progress.
-    pub fn label(&self) -> String {
+    fn label(&self) -> String {
         match self {
             Task::Base => "SFT base".to_string(),
             Task::TestSet => "frozen judge test set".to_string(),
@@ -98,7 +111,7 @@ impl Task {
 /// The tasks of a run, in order: base, test set, a round with a random
 /// curriculum and one with the guided curriculum (both with the initial
 /// judge), then a judge loop and a round for each of `rounds`.
-pub fn plan(config: &EvolveConfig) -> Vec<Task> {
+fn plan(config: &EvolveConfig) -> Vec<Task> {
     let mut tasks = vec![
         Task::Base,
         Task::TestSet,
@@ -127,48 +140,49 @@ pub fn plan(config: &EvolveConfig) -> Vec<Task> {
 
 /// What `state.json` holds between tasks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EvolveState {
+struct EvolveState {
     /// Tasks finished, in order.
-    pub done: Vec<Task>,
+    done: Vec<Task>,
     /// The live judge revision.
-    pub live: JudgeRevision,
+    live: JudgeRevision,
     /// Every revision that was live, oldest first (the initial one first).
-    pub revisions: Vec<JudgeRevision>,
+    revisions: Vec<JudgeRevision>,
     /// The simulated annotator's generator.
-    pub annotator: u64,
+    annotator: u64,
     /// The newest guided curriculum decision per pool item.
-    pub decisions: BTreeMap<String, PoolDecision>,
+    decisions: BTreeMap<String, PoolDecision>,
     /// Per finished round row: whether the trigger fired in it.
-    pub fired: BTreeMap<String, bool>,
+    fired: BTreeMap<String, bool>,
     /// Set when calibration asked for human review; the judge loop pauses
     /// until the file it names is removed.
-    pub review: Option<PathBuf>,
+    review: Option<PathBuf>,
     /// The newest policy (a finished run directory).
-    pub newest_policy: Option<PathBuf>,
+    newest_policy: Option<PathBuf>,
     /// Per finished round row: the judge revision that rewarded it.
-    pub trained_with: BTreeMap<String, u32>,
+    trained_with: BTreeMap<String, u32>,
     /// The policy judge-revised rounds continue (`round_start = "kept"`).
     #[serde(default)]
-    pub kept: Option<KeptPolicy>,
+    kept: Option<KeptPolicy>,
     /// Per finished round row: the row (or `base`) its policy started from.
     #[serde(default)]
-    pub started_from: BTreeMap<String, String>,
+    started_from: BTreeMap<String, String>,
 }
 
-/// A run of the loop.
+/// A run of the loop: what [`open`] gives for `verifine select` on a
+/// finished run ([`Evolve::select`]).
 pub struct Evolve {
-    pub(crate) config: EvolveConfig,
-    pub(crate) dir: PathBuf,
-    pub(crate) state: EvolveState,
-    pub(crate) judge: Judge,
-    pub(crate) evaluator: RewardPlugins,
-    pub(crate) curriculum: Arc<Plugin>,
-    pub(crate) trigger: Arc<Plugin>,
-    pub(crate) progress: Progress,
+    config: EvolveConfig,
+    dir: PathBuf,
+    state: EvolveState,
+    judge: Judge,
+    evaluator: RewardPlugins,
+    curriculum: Arc<Plugin>,
+    trigger: Arc<Plugin>,
+    progress: Progress,
 }
 
 /// The caller's progress callback, shared with the training runs' hosts.
-pub type Progress = Rc<RefCell<Box<dyn FnMut(EvolveProgress)>>>;
+type Progress = Rc<RefCell<Box<dyn FnMut(EvolveProgress)>>>;
 
 /// Starts a new run in `dir` (which must not hold one).
 pub fn start(
@@ -188,13 +202,7 @@ pub fn start(
         .map_err(|e| FileError::io("creating", &dir.join("judge"), e))?;
     let text = config.to_toml()?;
     write_atomically(&dir.join("config.toml"), |w| w.write_all(text.as_bytes()))?;
-    let initial = JudgeRevision {
-        number: 0,
-        rules: config.judge.config_json(),
-        origin: "initial".into(),
-        code: None,
-        verifier: None,
-    };
+    let initial = JudgeRevision::initial(config.judge.config_json());
     let state = EvolveState {
         done: Vec::new(),
         live: initial.clone(),
@@ -305,17 +313,15 @@ impl Evolve {
                     guided,
                 } => self.round(name, *round, *guided)?,
                 Task::JudgeLoop { round } => self.judge_loop(*round)?,
-                Task::Report => {
-                    crate::report::write(self)?;
-                }
+                Task::Report => report::write(self)?,
             }
             self.state.done.push(task.clone());
             self.save_state()?;
         }
-        crate::report::read(&self.dir)
+        crate::summary::read(&self.dir)
     }
 
-    pub(crate) fn save_state(&self) -> Result<()> {
+    fn save_state(&self) -> Result<()> {
         let text = serde_json::to_string_pretty(&self.state)
             .map_err(|e| EvolveError::Invalid(format!("writing state: {e}")))?;
         Ok(write_atomically(&self.dir.join("state.json"), |w| {
@@ -324,12 +330,12 @@ impl Evolve {
     }
 
     /// The directory of a row's training run.
-    pub(crate) fn row_dir(&self, name: &str) -> PathBuf {
+    fn row_dir(&self, name: &str) -> PathBuf {
         self.dir.join("rows").join(name)
     }
 
     /// The SFT base's run directory.
-    pub(crate) fn base_dir(&self) -> PathBuf {
+    fn base_dir(&self) -> PathBuf {
         self.dir.join("base")
     }
 }

@@ -8,71 +8,18 @@
 //! each candidate right or wrong for the record (`sft_selection.jsonl`'s
 //! `noisy`), never for the decision.
 
+use super::Evolve;
 use crate::cases::Case;
 use crate::curriculum::PoolItem;
 use crate::error::{EvolveError, Result};
-use crate::run::Evolve;
-use serde::{Deserialize, Serialize};
 use verifine_train::hooks::SftTargets;
 use verifine_train::sft_data::SftItem;
-
-/// `[membership]`: how the judge decides what an SFT round trains on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MembershipConfig {
-    /// A candidate is kept when the live judge's total is at least this.
-    pub min_score: f64,
-    /// Whether the newest policy's sampled answers to the pool problems
-    /// (`pool_samples` each) are candidates besides the pool's targets.
-    pub policy_answers: bool,
-}
-
-impl Default for MembershipConfig {
-    fn default() -> Self {
-        MembershipConfig {
-            min_score: 0.9,
-            policy_answers: true,
-        }
-    }
-}
-
-/// Kept and wrong counts of one round's candidates (for the report).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct MembershipTally {
-    /// Candidates judged.
-    pub candidates: usize,
-    /// Candidates kept.
-    pub kept: usize,
-    /// Kept candidates whose final answer is wrong (by the fixed evaluator).
-    pub kept_wrong: usize,
-    /// Dropped candidates whose final answer is right.
-    pub dropped_right: usize,
-}
-
-impl MembershipTally {
-    /// Counts a round's `sft_selection.jsonl` items.
-    pub fn of(items: &[SftItem]) -> Self {
-        let mut tally = MembershipTally {
-            candidates: items.len(),
-            ..MembershipTally::default()
-        };
-        for item in items {
-            match (item.weight.is_some(), item.noisy) {
-                (true, true) => tally.kept_wrong += 1,
-                (false, false) => tally.dropped_right += 1,
-                _ => {}
-            }
-            tally.kept += usize::from(item.weight.is_some());
-        }
-        tally
-    }
-}
 
 impl Evolve {
     /// The round's SFT candidates with the live judge's decisions.
     /// `answers` holds the newest policy's answers per pool item, `weights`
     /// the curriculum's weight per item (all 1 for a random curriculum).
-    pub(crate) fn membership(
+    pub(super) fn membership(
         &self,
         items: &[PoolItem],
         answers: &[Vec<String>],

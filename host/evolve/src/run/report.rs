@@ -6,107 +6,23 @@
 //! on the frozen test labels (never used to decide anything) and on the
 //! accumulated set.
 
+use super::judge_loop::TestCase;
+use super::round::heldout_answers;
+use super::{Evolve, Task, plan};
 use crate::annotator::true_quality;
 use crate::calibration::{Alignment, alignment, totals};
 use crate::cases::Case;
 use crate::config::RoundMode;
 use crate::error::{EvolveError, Result};
-use crate::judge_loop::{LoopRecord, TestCase};
-use crate::kept::KeptDecision;
 use crate::labels::LabelStore;
-use crate::membership::MembershipTally;
-use crate::round::{heldout_answers, read_optional};
-use crate::run::{Evolve, Task, plan};
-use serde::{Deserialize, Serialize};
+use crate::summary::{EvolveSummary, JudgeRow, KeptDecision, MembershipTally, Row};
 use std::fmt::Write as _;
-use std::path::Path;
-use verifine_base::{Provenance, read_jsonl, write_atomically};
+use verifine_base::{read_jsonl, read_jsonl_if_exists, write_atomically};
 use verifine_runtime::stats::bootstrap;
-
-/// One row of the table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    /// `base`, `random-initial`, `guided-initial`, `R1` …
-    pub name: String,
-    /// Fixed evaluator's mean total.
-    pub rb: f64,
-    /// Its 95% bootstrap interval.
-    pub rb_ci: [f64; 2],
-    /// The final judge's mean total.
-    pub rf: f64,
-    /// Its interval.
-    pub rf_ci: [f64; 2],
-    /// Share of correct final answers.
-    pub accuracy: f64,
-    /// Its interval.
-    pub accuracy_ci: [f64; 2],
-    /// Share of wrong answers whose steps all compute but do not follow the
-    /// problem (what the loose initial judge cannot see), by the annotator's
-    /// noise-free reading.
-    pub valid_ungrounded: f64,
-    /// The judge revision that rewarded the row (none for the base).
-    pub judge_revision: Option<u32>,
-    /// Whether the trigger fired during the row's round.
-    pub trigger_fired: Option<bool>,
-    /// In `sft-membership` mode, what the judge let into the round's SFT.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub membership: Option<MembershipTally>,
-    /// The row (or `base`) whose policy the round started from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_from: Option<String>,
-    /// RB on the validation set, which decides the kept policy
-    /// (`round_start = "kept"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation_rb: Option<f64>,
-}
-
-/// A judge revision's agreement with people.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgeRow {
-    /// The revision number.
-    pub revision: u32,
-    /// Pearson against the frozen test labels.
-    pub pearson_test: f64,
-    /// MAE against the frozen test labels.
-    pub mae_test: f64,
-    /// Pearson on the accumulated judge evaluation set at the end (`None`
-    /// when no judge loop labelled anything).
-    pub pearson_accumulated: Option<f64>,
-    /// MAE on it.
-    pub mae_accumulated: Option<f64>,
-    /// Where the revision came from.
-    pub origin: String,
-    /// The component it runs (name, version, sha256).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plugin: Option<Provenance>,
-}
-
-/// `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EvolveSummary {
-    /// The table, in order.
-    pub rows: Vec<Row>,
-    /// Judge alignment per revision, oldest first.
-    pub judge: Vec<JudgeRow>,
-    /// What each judge loop did.
-    pub loops: Vec<LoopRecord>,
-    /// The row whose policy the loop delivers (`round_start = "kept"`):
-    /// the one the validation set rated best after the last round.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kept: Option<String>,
-}
-
-/// Reads a finished run's summary.
-pub fn read(dir: &Path) -> Result<EvolveSummary> {
-    let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| verifine_base::FileError::io("reading", &path, e))?;
-    serde_json::from_str(&text)
-        .map_err(|e| EvolveError::Invalid(format!("{}: {e}", path.display())))
-}
+use verifine_train::sft_data::SftItem;
 
 /// Writes summary.json, report.md and plot.png.
-pub(crate) fn write(run: &Evolve) -> Result<()> {
+pub(super) fn write(run: &Evolve) -> Result<()> {
     let summary = summarize(run)?;
     let json =
         serde_json::to_string_pretty(&summary).map_err(|e| EvolveError::Invalid(e.to_string()))?;
@@ -134,7 +50,7 @@ fn summarize(run: &Evolve) -> Result<EvolveSummary> {
         Task::Round { name, .. } => Some(name),
         _ => None,
     }));
-    let decisions: Vec<KeptDecision> = read_optional(&run.dir.join("kept.jsonl"))?;
+    let decisions: Vec<KeptDecision> = read_jsonl_if_exists(&run.dir.join("kept.jsonl"))?;
     let mut rows = Vec::new();
     for name in names {
         let dir = if name == "base" {
@@ -172,8 +88,7 @@ fn summarize(run: &Evolve) -> Result<EvolveSummary> {
             .count() as f64
             / answers.len().max(1) as f64;
         let membership = if run.config.mode == RoundMode::SftMembership && name != "base" {
-            let items: Vec<verifine_train::sft_data::SftItem> =
-                read_jsonl(&dir.join("sft_selection.jsonl"))?;
+            let items: Vec<SftItem> = read_jsonl(&dir.join("sft_selection.jsonl"))?;
             Some(MembershipTally::of(&items))
         } else {
             None
@@ -227,7 +142,7 @@ fn summarize(run: &Evolve) -> Result<EvolveSummary> {
             plugin: Some(run.judge.plugins(revision)?.rubric.provenance()),
         });
     }
-    let loops = read_optional(&run.judge_dir().join("loops.jsonl"))?;
+    let loops = read_jsonl_if_exists(&run.judge_dir().join("loops.jsonl"))?;
     let kept = run.state.kept.as_ref().map(|k| k.row.clone());
     Ok(EvolveSummary {
         rows,

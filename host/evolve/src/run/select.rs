@@ -6,12 +6,13 @@
 //! picks with a 95% bootstrap interval. A judge that ranks like people
 //! climbs towards the upper bound as the budget grows.
 
+use super::Evolve;
 use crate::annotator::Annotator;
+use crate::calibration::totals;
 use crate::cases::Case;
 use crate::error::{EvolveError, Result};
 use crate::judge::JudgeRevision;
-use crate::run::Evolve;
-use serde::{Deserialize, Serialize};
+use crate::summary::{Selection, SelectorCurve};
 use std::fmt::Write as _;
 use std::path::Path;
 use verifine_base::{SplitMix64, write_atomically};
@@ -19,31 +20,6 @@ use verifine_runtime::stats::bootstrap;
 
 /// Mixed into the seed for the candidates and the random selector.
 const SELECT_STREAM: u64 = 0x5E1E_C7ED;
-
-/// One selector's curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SelectorCurve {
-    /// `random`, `initial judge (r0)`, `R1 judge (rN)`, `final judge (rN)`,
-    /// `RB`, `annotator (upper bound)`.
-    pub selector: String,
-    /// Mean annotator score of the pick at budgets 1..N.
-    pub mean: Vec<f64>,
-    /// 95% bootstrap intervals, per budget.
-    pub ci: Vec<[f64; 2]>,
-}
-
-/// `selection.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Selection {
-    /// The row whose policy answered.
-    pub row: String,
-    /// Candidates per problem.
-    pub candidates: usize,
-    /// Problems.
-    pub problems: usize,
-    /// One curve per selector.
-    pub curves: Vec<SelectorCurve>,
-}
 
 impl Evolve {
     /// Runs the comparison for the policy of `row` and writes
@@ -119,10 +95,7 @@ impl Evolve {
         ];
         for (name, judge) in judges {
             if let Some(judge) = judge {
-                selectors.push((
-                    name,
-                    crate::calibration::totals(&self.judge.score(&judge, &cases)?),
-                ));
+                selectors.push((name, totals(&self.judge.score(&judge, &cases)?)));
             }
         }
         selectors.push(("RB".into(), self.evaluator_totals(&cases)?));
