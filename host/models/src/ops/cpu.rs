@@ -26,29 +26,36 @@ pub fn row_len(layout: &Layout) -> candle_core::Result<usize> {
 }
 
 /// Outputs smaller than this are written on the calling thread: below it,
-/// starting threads costs more than the op.
-const PARALLEL_FROM: usize = 1 << 18;
+/// waking the pool costs more than the op.
+const PARALLEL_FROM: usize = 1 << 14;
 
-/// Calls `f(first element, chunk)` over `out` split into one chunk per
-/// thread (each a multiple of `unit` elements: whole rows), on scoped
-/// threads when `out` is large and on the calling thread otherwise. Scoped
-/// threads rather than a pool: the local judge runs its products on
-/// candle's pool, and a second pool spinning beside it cost more than
-/// these ops gain.
+/// A pointer the pool's threads may share: each writes its own chunk.
+struct Cells(*mut f32);
+// SAFETY: `for_each_chunk` hands every thread disjoint chunks of one slice
+// that outlives the pool's call.
+unsafe impl Sync for Cells {}
+
+/// Calls `f(first element, chunk)` over `out` split into chunks of whole
+/// units (`unit` elements: a row), on candle's thread pool when `out` is
+/// large and on the calling thread otherwise. Candle's pool, not rayon's:
+/// the local judge runs its products there, and a second pool spinning
+/// beside it costs more than these ops gain.
 pub(super) fn for_each_chunk(out: &mut [f32], unit: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
-    let threads = candle_core::utils::get_num_threads().max(1);
-    if out.len() < PARALLEL_FROM || threads == 1 || unit == 0 {
+    let len = out.len();
+    if len < PARALLEL_FROM || unit == 0 {
         return f(0, out);
     }
-    let units = out.len() / unit;
-    let chunk = units.div_ceil(threads) * unit;
-    std::thread::scope(|scope| {
-        let f = &f;
-        let mut chunks = out.chunks_mut(chunk).enumerate();
-        let (_, first) = chunks.next().expect("a non-empty output");
-        for (i, rest) in chunks {
-            scope.spawn(move || f(i * chunk, rest));
+    let chunk = (PARALLEL_FROM / 4).div_ceil(unit) * unit;
+    let cells = Cells(out.as_mut_ptr());
+    let cells = &cells;
+    candle_core::utils::barrier_pool().execute_chunked(len.div_ceil(chunk), |items| {
+        for item in items {
+            let start = item * chunk;
+            let end = len.min(start + chunk);
+            // SAFETY: `start..end` lies inside `out` and no other item
+            // covers it; `out` is borrowed mutably for the whole call.
+            let part = unsafe { std::slice::from_raw_parts_mut(cells.0.add(start), end - start) };
+            f(start, part);
         }
-        f(0, first);
     });
 }
