@@ -26,9 +26,10 @@ pub fn row_len(layout: &Layout) -> candle_core::Result<usize> {
 }
 
 /// Outputs smaller than this are written on the calling thread: below it,
-/// waking the pool costs more than the op. (At 1 << 14 a policy's
-/// rollouts ran 9% slower: every decoding step's gated MLP woke the pool.)
-const PARALLEL_FROM: usize = 1 << 16;
+/// waking the pool costs more than the op, and more when it is not the
+/// pool the caller's products run on (training's are on rayon's). At
+/// 1 << 16 a policy's rollouts ran 10% slower than on the calling thread.
+const PARALLEL_FROM: usize = 1 << 18;
 
 /// A pointer the pool's threads may share: each writes its own chunk.
 struct Cells(*mut f32);
