@@ -321,7 +321,7 @@ fn plugin_list_inspect_and_check() {
 }
 
 #[test]
-fn the_readme_example_plugin_scores_by_path_with_its_config() {
+fn the_concise_example_plugin_scores_by_path_with_its_config() {
     let dir = scratch_dir("example-plugin");
     write_rows(
         &dir.join("in.jsonl"),

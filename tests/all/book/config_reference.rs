@@ -128,6 +128,15 @@ const FILES: &[File] = &[
             at("judges.NAME.budget", "host/judge", "Budget"),
         ],
     },
+    File {
+        title: "The verifier screen",
+        intro: "`verifine verifiers screen --config FILE` (`examples/verifiers/screen.toml`).",
+        tables: &[
+            at("", "host/cli", "ScreenConfig"),
+            named("`[[candidates]]` and `[[goldens]]`", "host/cli", "Verifier"),
+            at("post_training", "host/cli", "PostTraining"),
+        ],
+    },
 ];
 
 /// The page, as `docs/src/training/config-reference.md` holds it.
