@@ -59,18 +59,23 @@ pub fn rotate(head: &mut [f32], (cos, sin): (&[f32], &[f32]), style: RopeStyle, 
 }
 
 /// Rotary embedding of `x` (`[batch, heads, positions, dim]`) by tables
-/// `[positions, dim / 2]`, with a backward pass to `x`.
+/// `[positions, dim / 2]`, or `[batch, positions, dim / 2]` when each
+/// sequence of a batch sits at its own positions; with a backward pass to
+/// `x`.
 pub fn rope(
     x: &Tensor,
     cos: &Tensor,
     sin: &Tensor,
     style: RopeStyle,
 ) -> candle_core::Result<Tensor> {
-    let (_, _, positions, dim) = x.dims4()?;
-    let half = (positions, dim / 2);
-    if !dim.is_multiple_of(2) || cos.dims2()? != half || sin.dims2()? != half {
+    let (batch, _, positions, dim) = x.dims4()?;
+    let fits = |t: &Tensor| {
+        let d = t.dims();
+        d == [positions, dim / 2] || d == [batch, positions, dim / 2]
+    };
+    if !dim.is_multiple_of(2) || !fits(cos) || !fits(sin) || cos.dims() != sin.dims() {
         candle_core::bail!(
-            "rope: tables {:?} and {:?} for {:?} (want [positions, dim / 2], even dim)",
+            "rope: tables {:?} and {:?} for {:?} (want [positions, dim / 2] or [batch, positions, dim / 2], even dim)",
             cos.dims(),
             sin.dims(),
             x.dims()
@@ -143,12 +148,18 @@ impl CustomOp3 for Rope {
             contiguous_data::<f32>(cs, cl)?,
             contiguous_data::<f32>(ss, sl)?,
         );
-        let (_, _, positions, dim) = xl.shape().dims4()?;
+        let (_, heads, positions, dim) = xl.shape().dims4()?;
         let half = dim / 2;
+        let per_sequence = cl.shape().rank() == 3;
         let mut out = x.to_vec();
         for_each_chunk(&mut out, dim, |first, out| {
             for (i, head) in out.chunks_exact_mut(dim).enumerate() {
-                let t = (first / dim + i) % positions;
+                let row = first / dim + i;
+                let sequence = row / (heads * positions);
+                let t = match per_sequence {
+                    true => sequence * positions + row % positions,
+                    false => row % positions,
+                };
                 let tables = (&cos[t * half..][..half], &sin[t * half..][..half]);
                 rotate(head, tables, self.style, self.inverse);
             }
