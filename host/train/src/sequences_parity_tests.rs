@@ -6,8 +6,8 @@
 use super::{Backward, Sequence, SequenceBatch, batch, policy_log_probs};
 use crate::model::manual::{first_trained_block, supports};
 use crate::model::test_models::{
-    add_biases, attach_adapters, first_adapter, freeze_embedding, freeze_projections, norm_weights,
-    some_projection_weights, untie_head,
+    add_biases, attach_adapters, first_adapter, flat_values, freeze_embedding, freeze_projections,
+    norm_weights, some_projection_weights, untie_head,
 };
 use crate::model::{Decoder, ModelConfig, sorted_vars};
 use candle_core::backprop::GradStore;
@@ -53,7 +53,7 @@ fn weighted_loss(values: &Tensor, batch: &SequenceBatch) -> (Tensor, Vec<f32>) {
         .collect();
     let weights = Tensor::from_vec(weights, (rows, seq), &Device::Cpu).unwrap();
     let masked = (values * &batch.loss_mask).unwrap();
-    let flat = masked.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    let flat = flat_values(&masked);
     ((masked * weights).unwrap().sum_all().unwrap(), flat)
 }
 
@@ -70,10 +70,7 @@ fn loss_and_grads(
 
 /// Largest difference relative to the larger of the two magnitudes (and 1e-3).
 fn relative_gap(a: &Tensor, b: &Tensor) -> f32 {
-    let (a, b) = (
-        a.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
-        b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
-    );
+    let (a, b) = (flat_values(a), flat_values(b));
     let scale = a.iter().chain(&b).fold(1e-3f32, |m, x| m.max(x.abs()));
     a.iter()
         .zip(&b)
@@ -229,19 +226,8 @@ fn gradients_match_finite_differences() {
     };
     let mut checked = 0;
     for (name, var) in sorted_vars(&varmap) {
-        let grad = grads
-            .get(var.as_tensor())
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
-        let original = var
-            .as_tensor()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
+        let grad = flat_values(grads.get(var.as_tensor()).unwrap());
+        let original = flat_values(var.as_tensor());
         // The element with the largest gradient, where f32 differences are reliable.
         let i = (0..grad.len())
             .max_by(|&a, &b| grad[a].abs().total_cmp(&grad[b].abs()))

@@ -17,6 +17,7 @@ pub fn render_value(sources: &mut Sources, krate: &str, expr: &str) -> Option<St
     if let Some(inner) = call("Some")
         .or(call("String::from"))
         .or(call("PathBuf::from"))
+        .or(call("PluginSpec::from"))
     {
         return render_value(sources, krate, inner);
     }

@@ -20,6 +20,12 @@ fn var(varmap: &VarMap, name: &str, shape: (usize, usize)) -> Tensor {
         .unwrap()
 }
 
+/// A tensor's values in row-major order, whatever its shape: what the
+/// gradient tests compare element by element.
+pub(crate) fn flat_values(tensor: &Tensor) -> Vec<f32> {
+    tensor.flatten_all().unwrap().to_vec1().unwrap()
+}
+
 /// Gives `model` its own output projection (`lm_head`), a variable.
 pub(crate) fn untie_head(model: &mut Decoder, varmap: &VarMap) {
     let shape = model.embed.dims2().unwrap();

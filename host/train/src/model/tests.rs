@@ -1,5 +1,6 @@
 //! The decoder: gradients everywhere, cached decoding, padding, seeding.
 
+use super::test_models::flat_values;
 use super::*;
 
 fn tiny() -> (VarMap, Decoder) {
@@ -55,14 +56,8 @@ fn gradients_match_finite_differences() {
     let grads = loss(&model, &input, &targets).backward().unwrap();
     let eps = 1e-2f32;
     for (name, var) in sorted_vars(&varmap) {
-        let analytic = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap();
-        let analytic: Vec<f32> = analytic.to_vec1().unwrap();
-        let original = var
-            .as_tensor()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
+        let analytic = flat_values(grads.get(var.as_tensor()).unwrap());
+        let original = flat_values(var.as_tensor());
         // Probe the coordinate with the largest gradient of each variable.
         let (at, g) = analytic
             .iter()
