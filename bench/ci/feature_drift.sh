@@ -2,8 +2,8 @@
 # The crates whose features (and so compiled copies) differ between CI's
 # test build and the builds of the CLI and the Python extension that follow
 # it; each line is a crate compiled twice. Empty output is the goal, kept by
-# host/workspace-hack/Cargo.toml. Builds what is not built yet, with CI's
-# settings.
+# host/workspace-hack/Cargo.toml (cargo-hakari's output: `cargo hakari
+# generate`). Builds what is not built yet, with CI's settings.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
