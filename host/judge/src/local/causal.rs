@@ -6,10 +6,13 @@
 //! second product: the profile of a grouped prefill showed the calling
 //! thread busy with it while the pool's other thread spun, 15% of the
 //! judge's time in the products alone. Here a head's scores, softmax and
-//! weighted values run in one pass over its keys, on both cores.
+//! weighted values run in one pass over its keys (the decoder ops'
+//! `attend_query`, which training's hand-written pass runs too), on both
+//! cores.
 
 use candle_core::{CpuStorage, Storage, StorageRef, Tensor};
 use std::ops::Range;
+use verifine_models::ops::{TransposedKeys, attend_query};
 
 /// What every sequence of a pass shares.
 #[derive(Debug, Clone, Copy)]
@@ -124,26 +127,22 @@ unsafe fn run_item_avx2(heads: &Heads, s: &Sequence, item: &Item, cells: &Cells)
     item_pass(heads, s, item, cells)
 }
 
-/// Scores against keys transposed to `[head_dim, keys]`, so that each of
-/// a query's values scales a contiguous row of keys (no sums across a
-/// vector's lanes), then the softmax and the weighted sum of values.
+/// The shared [`attend_query`] for every query head of the item's
+/// key/value head at each of its positions, over the keys that position
+/// sees (its window), transposed once for the whole item.
 #[inline(always)]
 fn item_pass(heads: &Heads, s: &Sequence, item: &Item, cells: &Cells) {
     let d = heads.head_dim;
     let past = s.seen - s.positions;
     // The keys any of the item's positions sees.
     let first_key = (past + item.positions.start + 1).saturating_sub(heads.window);
-    let keys_seen = past + item.positions.end - first_key;
     let range =
         (item.kv * s.seen + first_key) * d..(item.kv * s.seen + past + item.positions.end) * d;
     let (keys, values) = (&s.k[range.clone()], &s.v[range]);
-    let mut transposed = vec![0f32; d * keys_seen];
-    for (j, key) in keys.chunks_exact(d).enumerate() {
-        for (c, &x) in key.iter().enumerate() {
-            transposed[c * keys_seen + j] = x;
-        }
-    }
-    let mut scores = vec![0f32; keys_seen];
+    let mut transposed = TransposedKeys::new();
+    transposed.fill(d, keys.chunks_exact(d));
+    let value = |j: usize| &values[j * d..(j + 1) * d];
+    let mut probs = vec![0f32; transposed.len()];
     let mut sum = vec![0f32; d];
     let repeat = heads.heads / heads.kv_heads;
     let width = heads.heads * d;
@@ -154,37 +153,23 @@ fn item_pass(heads: &Heads, s: &Sequence, item: &Item, cells: &Cells) {
                 ..at + 1 - first_key;
             let query_row = head * s.q_stride + s.q_first + i;
             let query = &s.q[query_row * d..(query_row + 1) * d];
-            let scores = &mut scores[visible.clone()];
-            scores.fill(0.0);
-            for (c, &q) in query.iter().enumerate() {
-                let q = q * heads.scale;
-                let row = &transposed[c * keys_seen..][visible.clone()];
-                for (score, k) in scores.iter_mut().zip(row) {
-                    *score += q * k;
-                }
-            }
-            let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut total = 0f32;
-            for w in scores.iter_mut() {
-                *w = (*w - max).exp();
-                total += *w;
-            }
-            sum.fill(0.0);
-            for (w, value) in scores
-                .iter()
-                .zip(values[visible.start * d..].chunks_exact(d))
-            {
-                for (acc, v) in sum.iter_mut().zip(value) {
-                    *acc += w * v;
-                }
-            }
+            let probs = &mut probs[..visible.len()];
+            attend_query(
+                query,
+                heads.scale,
+                &transposed,
+                visible,
+                |_| 0.0,
+                value,
+                probs,
+                &mut sum,
+            );
             let row = s.first_row + i;
-            let inverse = 1.0 / total;
-            for (c, acc) in sum.iter().enumerate() {
+            for (c, &x) in sum.iter().enumerate() {
                 // SAFETY: `row < rows` and `head · d + c < width` (checked
                 // in `attend`), and only this item writes this head's cells
                 // of these rows.
-                unsafe { *cells.0.add(row * width + head * d + c) = acc * inverse };
+                unsafe { *cells.0.add(row * width + head * d + c) = x };
             }
         }
     }

@@ -15,11 +15,17 @@
 //! gradients silently: candle issue 2168), which a weight that is not a
 //! variable does not get: a frozen norm costs no gradient.
 //!
-//! What is not here: projections (the judge multiplies quantized weights
-//! with its own integer kernels, training multiplies dense f32 weights
-//! with LoRA adapters) and attention's score loops (the judge's kernel
-//! reads a KV cache with a sliding window, training's keeps probabilities
-//! for its backward pass); both use this module's softmax and `exp`.
+//! Attention's inner loop is here too, as a slice function only
+//! ([`attention::attend_query`]: one query's scores, softmax and weighted
+//! values over keys transposed once per key/value head): the judge runs
+//! it over its KV cache with a sliding window, training's hand-written
+//! pass over a batch row with padding masked, keeping the probabilities
+//! for its backward pass (which is training's own). Off the CPU, and on
+//! training's candle path, attention is candle's products and softmax.
+//!
+//! What is not here: projections. The judge multiplies quantized weights
+//! with its own integer kernels (`verifine-judge`'s `local/int8`), training
+//! multiplies dense f32 weights with LoRA adapters; they share no loop.
 //!
 //! Adding a layer type (an activation, a norm):
 //! 1. write the slice function and, when it trains, its backward here,
@@ -34,6 +40,7 @@
 //!    `model/manual/layer.rs`); their parity tests compare the paths.
 
 pub mod activation;
+pub mod attention;
 mod cpu;
 pub mod norm;
 pub mod rope;
@@ -42,6 +49,7 @@ pub mod softmax;
 mod tests;
 
 pub use activation::{Activation, gated};
+pub use attention::{TransposedKeys, attend_query};
 pub use cpu::{contiguous_data, row_len};
 pub use norm::rms_norm;
 pub use rope::{RopeStyle, rope, rotary_tables};

@@ -15,7 +15,7 @@ use crate::model::MASKED;
 use crate::model::kernels::{axpy, dot};
 use crate::model::simd::widest;
 use rayon::prelude::*;
-use verifine_models::ops::softmax_in_place;
+use verifine_models::ops::{TransposedKeys, attend_query};
 
 /// The sizes attention works with.
 #[derive(Clone, Copy, Debug)]
@@ -87,7 +87,9 @@ pub(super) fn forward(
 }
 
 widest! {
-    /// [`forward`] for one batch row.
+    /// [`forward`] for one batch row: the shared [`attend_query`] for each
+    /// head and position, the keys of each key/value head transposed once
+    /// for all the query heads that read it.
     fn forward_row(
         shape: Heads,
         q: &[f32],
@@ -99,21 +101,20 @@ widest! {
     ) {
         let (seq, dim, qw, kw) = (shape.seq, shape.dim, shape.query_width(), shape.key_width());
         let scale = 1.0 / (dim as f32).sqrt();
-        for (h, p) in probs.chunks_exact_mut(seq * seq).enumerate() {
-            let g = shape.kv_head(h);
-            for (i, row) in p.chunks_exact_mut(seq).enumerate() {
-                let q_i = at(q, qw, dim, i, h);
-                let (visible, later) = row.split_at_mut(i + 1);
-                for (j, s) in visible.iter_mut().enumerate() {
-                    let hidden = if keys[j] { 0.0 } else { MASKED };
-                    *s = dot(q_i, at(k, kw, dim, j, g)) * scale + hidden;
-                }
-                softmax_in_place(visible);
-                later.fill(0.0);
-                let out_i = at_mut(out, qw, dim, i, h);
-                out_i.fill(0.0);
-                for (j, &p) in visible.iter().enumerate() {
-                    axpy(out_i, p, at(v, kw, dim, j, g));
+        let hidden = |j: usize| if keys[j] { 0.0 } else { MASKED };
+        let repeat = shape.heads / shape.kv_heads;
+        let mut transposed = TransposedKeys::new();
+        for g in 0..shape.kv_heads {
+            transposed.fill(dim, (0..seq).map(|j| at(k, kw, dim, j, g)));
+            let value = |j: usize| at(v, kw, dim, j, g);
+            for h in g * repeat..(g + 1) * repeat {
+                let p = &mut probs[h * seq * seq..][..seq * seq];
+                for (i, row) in p.chunks_exact_mut(seq).enumerate() {
+                    let (visible, later) = row.split_at_mut(i + 1);
+                    let q_i = at(q, qw, dim, i, h);
+                    let out_i = at_mut(out, qw, dim, i, h);
+                    attend_query(q_i, scale, &transposed, 0..i + 1, hidden, value, visible, out_i);
+                    later.fill(0.0);
                 }
             }
         }
